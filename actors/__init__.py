@@ -1,0 +1,1 @@
+"""The runtime: trio tasks that own one job each and talk over memory channels."""

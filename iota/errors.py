@@ -1,0 +1,89 @@
+"""Every error iota raises on purpose, in one tree.
+
+    IotaError                      anything iota reports as `Error: <message>`
+    ├── ConfigError                a config file or flag is wrong; the message names the file and key
+    ├── SessionError               a session bundle cannot be found, opened or written
+    │   ├── SessionNotFound        no bundle matches an id or prefix
+    │   ├── AmbiguousSession       a prefix matches several bundles
+    │   ├── SessionLocked          another live process holds the bundle's lock (names its pid)
+    │   └── LockingUnsupported     the filesystem cannot hold a lock, so nothing is written there
+    ├── BotError                   a bot's requirements, pointer or directory are not right
+    ├── ProviderError              a model provider failed
+    │   ├── MissingAPIKey          no key in the environment or the config
+    │   ├── ContextTooLong         the request does not fit the model's window (compaction can fix it)
+    │   ├── ResponseStalled        no byte arrived for the stall limit
+    │   └── ProviderRejected       the provider answered with an error that retrying will not fix
+    └── NotYetError                a command that a later part of iota will provide
+
+Tool failures are not in this tree: a tool that cannot do what it was asked returns an error
+*result* the model reads (see iota.tools.base.ToolError), it does not end the turn.
+
+Every message is one line that says what is wrong and, where it can, what to do.
+"""
+
+from __future__ import annotations
+
+
+class IotaError(Exception):
+    """Base of everything iota reports to the user as `Error: <message>`."""
+
+
+class ConfigError(IotaError):
+    pass
+
+
+class SessionError(IotaError):
+    pass
+
+
+class SessionNotFound(SessionError):
+    pass
+
+
+class AmbiguousSession(SessionError):
+    pass
+
+
+class SessionLocked(SessionError):
+    """Another process holds the lock. `pid` is the holder's pid, or None if it wrote none."""
+
+    def __init__(self, message: str, pid: int | None = None):
+        super().__init__(message)
+        self.pid = pid
+
+
+class LockingUnsupported(SessionError):
+    pass
+
+
+class BotError(IotaError):
+    pass
+
+
+class ProviderError(IotaError):
+    pass
+
+
+class MissingAPIKey(ProviderError):
+    pass
+
+
+class ContextTooLong(ProviderError):
+    pass
+
+
+class ResponseStalled(ProviderError):
+    def __init__(self, message: str = "Response stalled"):
+        super().__init__(message)
+
+
+class ProviderRejected(ProviderError):
+    """An HTTP or in-stream error from the provider; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class NotYetError(IotaError):
+    pass

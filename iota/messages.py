@@ -1,0 +1,133 @@
+"""The conversation's vocabulary: messages, tool calls and token usage.
+
+A `Message` is both what the providers are sent and one record of a session's
+`messages.jsonl`. `to_record` writes the record's keys in the order the Rust iota uses
+(role, content, reasoning, tool_calls, tool_call_id, tool_call_name, is_error, interrupted,
+notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
+zero value, so the log stays small and diffable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
+ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def to_record(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments or {}}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ToolCall:
+        arguments = record.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            arguments = {}
+        return cls(str(record.get("id", "")), str(record.get("name", "")), arguments)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one model response. `total` is the provider's own total when it gave one."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int = 0
+
+    @property
+    def context(self) -> int:
+        """How much of the window the conversation now fills."""
+        return self.total or (self.input + self.output + self.cache_read + self.cache_write)
+
+    def to_record(self) -> dict[str, int]:
+        record = {"in": self.input, "out": self.output}
+        for key, value in (("cache_read", self.cache_read), ("cache_write", self.cache_write), ("total", self.total)):
+            if value:
+                record[key] = value
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Usage:
+        def number(key: str) -> int:
+            value = record.get(key, 0)
+            return value if isinstance(value, int) else 0
+
+        return cls(number("in"), number("out"), number("cache_read"), number("cache_write"), number("total"))
+
+
+@dataclass
+class Message:
+    role: str
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str = ""
+    tool_call_name: str = ""
+    is_error: bool = False
+    interrupted: bool = False
+    notice: bool = False
+    compacted_through: int | None = None
+    usage: Usage | None = None
+    system_cleared: bool = False
+    flush_skipped: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"role": self.role}
+        if self.content:
+            record["content"] = self.content
+        if self.reasoning:
+            record["reasoning"] = self.reasoning
+        if self.tool_calls:
+            record["tool_calls"] = [call.to_record() for call in self.tool_calls]
+        for key in ("tool_call_id", "tool_call_name", "is_error", "interrupted", "notice"):
+            value = getattr(self, key)
+            if value:
+                record[key] = value
+        if self.compacted_through is not None:
+            record["compacted_through"] = self.compacted_through
+        if self.usage is not None:
+            record["usage"] = self.usage.to_record()
+        if self.system_cleared:
+            record["system_cleared"] = True
+        if self.flush_skipped:
+            record["flush_skipped"] = True
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Message:
+        """Read a log record. Unknown keys are ignored; wrong types fall back to empty values."""
+
+        def text(key: str) -> str:
+            value = record.get(key, "")
+            return value if isinstance(value, str) else ""
+
+        def flag(key: str) -> bool:
+            return record.get(key) is True
+
+        calls = record.get("tool_calls") or []
+        through = record.get("compacted_through")
+        usage = record.get("usage")
+        return cls(
+            role=text("role"),
+            content=text("content"),
+            reasoning=text("reasoning"),
+            tool_calls=[ToolCall.from_record(c) for c in calls if isinstance(c, dict)],
+            tool_call_id=text("tool_call_id"),
+            tool_call_name=text("tool_call_name"),
+            is_error=flag("is_error"),
+            interrupted=flag("interrupted"),
+            notice=flag("notice"),
+            compacted_through=through if isinstance(through, int) and not isinstance(through, bool) else None,
+            usage=Usage.from_record(usage) if isinstance(usage, dict) else None,
+            system_cleared=flag("system_cleared"),
+            flush_skipped=flag("flush_skipped"),
+        )

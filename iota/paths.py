@@ -1,0 +1,56 @@
+"""Where iota keeps its files. Everything hangs off $HOME, so tests point HOME at a tmp dir.
+
+    ~/.iota.yaml                     the user's config (else ~/.iota.yml)
+    ~/.iota/sessions/<id>/           chat-mode and bot sessions
+    ~/.iota/sessions/projects/<slug>/<id>/   agent-mode sessions, one bucket per project
+    ~/.iota/bots/<name>/             a bot's pointer, memory and lock
+    ~/.iota/skills/                  the user's skills
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from iota.errors import IotaError
+
+
+def home() -> Path:
+    value = os.environ.get("HOME")
+    if not value:
+        raise IotaError("$HOME is not defined")
+    return Path(value)
+
+
+def app_home() -> Path:
+    return home() / ".iota"
+
+
+def sessions_dir() -> Path:
+    return app_home() / "sessions"
+
+
+def project_sessions_dir(project_root: Path) -> Path:
+    return sessions_dir() / "projects" / project_slug(project_root)
+
+
+def project_slug(project_root: Path) -> str:
+    """`/work/p1` → `-work-p1`: the cleaned absolute path with every `/` replaced by `-`."""
+    return os.path.normpath(os.path.abspath(project_root)).replace("/", "-")
+
+
+def bots_dir() -> Path:
+    return app_home() / "bots"
+
+
+def skills_dir() -> Path:
+    return app_home() / "skills"
+
+
+def project_root(cwd: Path) -> Path:
+    """The first ancestor of `cwd` holding a `.git` entry (dir, file or dangling link), else `cwd`."""
+    cwd = Path(os.path.abspath(cwd))
+    for candidate in (cwd, *cwd.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return cwd

@@ -1,0 +1,64 @@
+"""The one interface every model provider offers.
+
+A provider takes a `Request` and streams one reply. Text is handed to `on_text` as it arrives
+(so a cancelled stream has already delivered what it received); the complete tool calls, the
+usage and the stop reason come back in the `Reply` when the stream ends. Every reply carries
+usage: a provider that cannot report it says so through `reports_usage` before a bot starts.
+
+Failures are `iota.errors.ProviderError`s. A provider retries on its own only while nothing of
+the reply has reached `on_text`; after that a failure is the caller's to report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from iota.messages import Message, ToolCall, Usage
+
+# How long a stream may go without a single byte before it fails as "Response stalled",
+# and how long connecting may take. Tests shrink these through the provider's constructor.
+STALL_SECONDS = 300.0
+CONNECT_SECONDS = 15.0
+# How many times a provider retries a failure that its SDK does not retry itself
+# (an error event inside a 200 stream, a dropped connection, a stream without its end).
+STREAM_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model is told about it: a name, a description and a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class Request:
+    model: str
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int = 16384
+    temperature: float | None = None
+    top_p: float | None = None
+    effort: str | None = None
+
+
+@dataclass
+class Reply:
+    text: str
+    tool_calls: list[ToolCall]
+    usage: Usage
+    stop_reason: str
+
+
+OnText = Callable[[str], None]
+
+
+class Provider(Protocol):
+    name: str  # the provider's name in the config
+    reports_usage: bool
+
+    async def stream(self, request: Request, on_text: OnText) -> Reply: ...

@@ -1,0 +1,1 @@
+"""Toolsets: what the model can call."""

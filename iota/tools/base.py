@@ -1,0 +1,99 @@
+"""What a tool is, and the toolbox the agent loop calls tools through.
+
+A tool has a name, a description and a JSON schema for its arguments (what the model sees),
+an `approval` check (what the user is asked, if anything) and `run`. A tool that cannot do what
+it was asked raises `ToolError`; the toolbox turns that, and any other exception, into an error
+*result* the model reads. Tool failures never end a turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from iota.providers.base import ToolSpec
+
+
+class ToolError(Exception):
+    """A refusal or failure the model should read, e.g. `path is outside the project root`."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+    # What the person sees in the transcript when it differs from what the model reads
+    # (the diff of an edit, the whole memory line written). None shows `content`.
+    display: str | None = None
+
+
+class Tool:
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    # Readers may run side by side with their neighbours; writers run one at a time.
+    parallel: bool = False
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def approval(self, args: dict[str, Any]) -> str | None:
+        """The label to ask about (`edit_file src/a.py`) when this call needs a yes, else None."""
+        return None
+
+    def target(self, args: dict[str, Any]) -> str:
+        """A short description of what the call acts on, for the transcript."""
+        return ""
+
+    async def run(self, args: dict[str, Any]) -> ToolResult:
+        raise NotImplementedError
+
+
+DECLINED = "The user declined this call."
+
+
+def headless_refusal(tool_name: str) -> str:
+    return (
+        f"{tool_name} was not executed: it requires interactive approval, which is unavailable in this "
+        "non-interactive run. Set the toolset's auto-approve option (tools.code.auto_write / "
+        "tools.shell.auto_run) to permit it here."
+    )
+
+
+class Toolbox:
+    """The tools of one chat, by name, in the order the model is told about them."""
+
+    def __init__(self, tools: list[Tool] | None = None):
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [tool.spec() for tool in self._tools.values()]
+
+    async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        """Run a tool; every failure comes back as an error result."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult(f"unknown tool: {name}", is_error=True)
+        try:
+            return await tool.run(args)
+        except ToolError as error:
+            return ToolResult(str(error), is_error=True)
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            return ToolResult(f"{name} failed: {error}", is_error=True)

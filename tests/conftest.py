@@ -1,0 +1,16 @@
+"""Every test runs with HOME pointed at its own tmp dir and no real API keys, so no test can
+touch the real home directory or reach a real model."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def fake_home(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "IOTA_SHELL", "HERDR_ENV", "HERDR_PANE_ID",
+                "HERDR_SOCKET_PATH", "CMUX_SURFACE_ID", "TMUX", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    return home

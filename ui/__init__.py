@@ -1,0 +1,1 @@
+"""The faces of iota: the command line and the terminal app."""
