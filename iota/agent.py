@@ -1,0 +1,173 @@
+"""The agent loop: send, stream, run the tools the model asked for, send again.
+
+    while the model asks for tools (and --max-turns allows):
+        reply = stream(system, history + this turn, tools)
+        record the reply; run its tool calls; record their results in call order
+
+That is all of it. A tool failure is a result the model reads, never an exception that ends the
+turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
+anywhere: everything the turn finished is already in `Turn.messages`, the text of the reply in
+progress is in `Turn.partial`, and `Turn.interrupt()` turns both into records that keep the log
+valid (the partial reply marked interrupted, each unanswered tool call answered as interrupted).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Protocol
+
+import trio
+
+from iota.messages import ASSISTANT, TOOL, Message, ToolCall
+from iota.providers.base import Provider, Request
+from iota.tools.base import DECLINED, ToolResult, Toolbox, headless_refusal
+
+INTERRUPTED_RESULT = "interrupted: no result was recorded"
+
+
+class Decision(enum.Enum):
+    ALLOW_ONCE = "Allow once"
+    ALLOW_SESSION = "Allow for this session"
+    DENY = "Deny"
+
+
+# Asked for each gated call: (tool name, label such as `edit_file src/a.py`) → the person's answer.
+AskApproval = Callable[[str, str], Awaitable[Decision]]
+
+
+class Approvals:
+    """The approval policy of one process. "Allow for this session" grants the whole tool name
+    until the process exits; nothing is remembered on disk."""
+
+    def __init__(self, ask: AskApproval | None):
+        self._ask = ask  # None in a headless run: every gated call is refused
+        self._granted: set[str] = set()
+
+    async def check(self, tool_name: str, label: str) -> ToolResult | None:
+        """None when the call may run, else the result the model reads instead."""
+        if tool_name in self._granted:
+            return None
+        if self._ask is None:
+            return ToolResult(headless_refusal(tool_name), is_error=True)
+        decision = await self._ask(tool_name, label)
+        if decision is Decision.ALLOW_SESSION:
+            self._granted.add(tool_name)
+        if decision is Decision.DENY:
+            return ToolResult(DECLINED, is_error=True)
+        return None
+
+
+class TurnObserver(Protocol):
+    """What a face (the terminal app, a headless run) wants to know while a turn runs."""
+
+    def on_text(self, text: str) -> None: ...
+    def on_tool_start(self, call: ToolCall, target: str) -> None: ...
+    def on_tool_end(self, call: ToolCall, result: ToolResult) -> None: ...
+
+
+class QuietObserver:
+    def on_text(self, text: str) -> None:
+        pass
+
+    def on_tool_start(self, call: ToolCall, target: str) -> None:
+        pass
+
+    def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
+        pass
+
+
+@dataclass
+class Turn:
+    """One user turn in progress: the records it has produced so far."""
+
+    messages: list[Message] = field(default_factory=list)
+    partial: str = ""   # text of the reply being streamed, not yet a record
+    model_calls: int = 0
+
+    def interrupt(self) -> None:
+        """Close the turn after a cancellation so the log it becomes stays valid."""
+        if self.partial:
+            self.messages.append(Message(ASSISTANT, content=self.partial, interrupted=True))
+            self.partial = ""
+        answered = {m.tool_call_id for m in self.messages if m.role == TOOL}
+        for message in list(self.messages):
+            for call in message.tool_calls:
+                if call.id not in answered:
+                    self.messages.append(Message(TOOL, content=INTERRUPTED_RESULT, tool_call_id=call.id,
+                                                 tool_call_name=call.name, is_error=True))
+
+    @property
+    def reply(self) -> str:
+        """The text of the last assistant message: what a headless run prints."""
+        for message in reversed(self.messages):
+            if message.role == ASSISTANT and message.content:
+                return message.content
+        return ""
+
+
+async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: Toolbox, approvals: Approvals,
+                   observer: TurnObserver = QuietObserver(), max_turns: int = 0) -> None:
+    """Run the loop until the model stops asking for tools. `request.messages` is the history
+    before this turn (the user's message included); the turn's records land in `turn.messages`."""
+    history = list(request.messages)
+    while True:
+        def on_text(text: str) -> None:
+            turn.partial += text
+            observer.on_text(text)
+
+        reply = await provider.stream(_with_messages(request, history + turn.messages), on_text)
+        turn.partial = ""
+        turn.model_calls += 1
+        turn.messages.append(Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage))
+        if not reply.tool_calls:
+            return
+        await _run_calls(turn, reply.tool_calls, toolbox, approvals, observer)
+        if max_turns and turn.model_calls >= max_turns:
+            return
+
+
+def _with_messages(request: Request, messages: list[Message]) -> Request:
+    return Request(model=request.model, system=request.system, messages=messages, tools=request.tools,
+                   max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
+                   effort=request.effort)
+
+
+async def _run_calls(turn: Turn, calls: list[ToolCall], toolbox: Toolbox, approvals: Approvals,
+                     observer: TurnObserver) -> None:
+    """Run the calls, results in call order. Consecutive readers that need no approval run side
+    by side; anything gated runs alone, after its question is answered."""
+    results: dict[str, ToolResult] = {}
+    for batch in _batches(calls, toolbox):
+        async with trio.open_nursery() as nursery:
+            for call in batch:
+                nursery.start_soon(_run_call, call, toolbox, approvals, observer, results)
+        for call in batch:
+            turn.messages.append(Message(TOOL, content=results[call.id].content, tool_call_id=call.id,
+                                         tool_call_name=call.name, is_error=results[call.id].is_error))
+
+
+def _batches(calls: list[ToolCall], toolbox: Toolbox) -> list[list[ToolCall]]:
+    batches: list[list[ToolCall]] = []
+    for call in calls:
+        if batches and _is_reader(call, toolbox) and _is_reader(batches[-1][-1], toolbox):
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
+def _is_reader(call: ToolCall, toolbox: Toolbox) -> bool:
+    tool = toolbox.get(call.name)
+    return tool is not None and tool.parallel and tool.approval(call.arguments) is None
+
+
+async def _run_call(call: ToolCall, toolbox: Toolbox, approvals: Approvals, observer: TurnObserver,
+                    results: dict[str, ToolResult]) -> None:
+    tool = toolbox.get(call.name)
+    observer.on_tool_start(call, tool.target(call.arguments) if tool else "")
+    label = tool.approval(call.arguments) if tool else None
+    refusal = await approvals.check(call.name, label) if label else None
+    result = refusal or await toolbox.call(call.name, call.arguments)
+    results[call.id] = result
+    observer.on_tool_end(call, result)

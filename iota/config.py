@@ -1,0 +1,403 @@
+"""The config: where it is read from, what it may say, and what a run takes from it.
+
+Tiers. `~/.iota.yaml` (else `~/.iota.yml`) is the user's; `./.iota.yaml` (else `.yml`) in the
+working directory is merged over it, whole entry by whole entry, each of the four top-level maps
+on its own. `-c FILE` is read alone, with no tiers. A file that cannot be read or is not YAML is
+skipped with a warning; a file that is YAML but says something wrong fails the load (see
+config_audit for the key audit, which runs on the raw document first).
+
+Layers. An agent names a model, a model names a provider. Four parameters — context_window,
+effort, temperature, top_p — are layered: the agent's value wins over the model's, which wins
+over the built-in default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from iota import paths
+from iota.config_audit import PROVIDER_TYPES, audit_document, fail
+from iota.errors import ConfigError, MissingAPIKey
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+EFFORTS = ("minimal", "low", "medium", "high")
+
+
+def parse_size(value: Any) -> int:
+    """`200k` → 200000, `1.5m` → 1500000, `1b` → 10**9; plain integers pass through."""
+    if isinstance(value, bool):
+        raise ValueError(f"want a size like 200k or 1m, got {value!r}")
+    if isinstance(value, int):
+        if value <= 0:
+            raise ValueError(f"want a positive size, got {value}")
+        return value
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmbKMB]?)\s*", value)
+        if match:
+            scale = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9}[match.group(2).lower()]
+            size = int(round(float(match.group(1)) * scale))
+            if size > 0:
+                return size
+    raise ValueError(f'want a size like 200k or 1m, got "{value}"')
+
+
+def format_size(tokens: int) -> str:
+    """128000 → `128k`, 8200 → `8.2k`, 1500000 → `1.5m`."""
+    for unit, scale in (("m", 10**6), ("k", 10**3)):
+        if tokens >= scale:
+            return f"{tokens / scale:.1f}".rstrip("0").rstrip(".") + unit
+    return str(tokens)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+
+
+class ProviderConfig(_Entry):
+    type: Literal["anthropic", "openai"]
+    key: str | None = None
+    url: str | None = None
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _known_type(cls, value: Any) -> Any:
+        if value not in PROVIDER_TYPES:
+            raise ValueError(f'unknown provider type "{value}" (supported: {", ".join(PROVIDER_TYPES)})')
+        return value
+
+
+class _Layered(_Entry):
+    context_window: int | None = None
+    effort: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+
+    @field_validator("context_window", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        return None if value is None else parse_size(value)
+
+    @field_validator("effort")
+    @classmethod
+    def _effort(cls, value: str | None) -> str | None:
+        if value is not None and value not in EFFORTS:
+            raise ValueError(f'effort must be one of {", ".join(EFFORTS)}, got "{value}"')
+        return value
+
+
+class ModelConfig(_Layered):
+    provider: str
+    id: str
+    # A model entry may declare what the bot requirements check cannot otherwise know.
+    reports_usage: bool = True
+    supports_tools: bool = True
+
+
+class CodeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    read_only: bool = False
+    auto_write: bool = False
+
+
+class ShellOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sandbox: str = "auto"
+    network: bool = False
+    auto_run: bool = False
+    write: list[str] = []
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox(cls, value: Any) -> Any:
+        value = "auto" if value in (None, "") else value
+        if value not in ("auto", "off"):
+            raise ValueError(f'sandbox must be "auto" or "off", got "{value}"')
+        return value
+
+
+class Toolsets(BaseModel):
+    """The built-in toolsets an agent turned on; None means off."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    code: CodeOptions | None = None
+    shell: ShellOptions | None = None
+    skills: bool = True
+    ask: bool = True
+    named: tuple[str, ...] = ()  # the sets `tools:` names and does not turn off
+
+    @field_validator("code")
+    @classmethod
+    def _code(cls, value: CodeOptions | None) -> CodeOptions | None:
+        if value is not None and value.read_only and value.auto_write:
+            raise ValueError("read_only and auto_write contradict each other: "
+                             "auto_write approves writes the set does not offer")
+        return value
+
+
+class AgentConfig(_Layered):
+    model: str | None = None
+    choices: list[str] = []
+    system: str | None = None
+    system_file: str | None = None
+    tools: Toolsets = Toolsets()
+    mcp_servers: list[str] | None = None
+    mode: Literal["chat", "agent", "bot"] = "chat"
+    no_save: bool = False
+    notify: bool = True
+    description: str | None = None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, value: Any) -> Any:
+        # Presence enables code and shell (with their options, if any); `false` turns a set off.
+        # skills and ask are on unless written `false`.
+        decoded: dict[str, Any] = {"named": tuple(name for name, options in (value or {}).items()
+                                                  if options is not False)}
+        for name, options in (value or {}).items():
+            enabled = options is not False
+            if name in ("skills", "ask"):
+                decoded[name] = enabled
+            else:
+                decoded[name] = (options if isinstance(options, dict) else {}) if enabled else None
+        return decoded
+
+
+class McpServerConfig(_Entry):
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    url: str | None = None
+    headers: dict[str, str] = {}
+    auth: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    redirect_port: int | None = None
+    defer: str | None = None
+
+
+_DECODERS = {"providers": ProviderConfig, "models": ModelConfig, "agents": AgentConfig, "mcp_servers": McpServerConfig}
+
+
+@dataclass
+class Config:
+    providers: dict[str, ProviderConfig] = field(default_factory=dict)
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    agents: dict[str, AgentConfig] = field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    user_file: Path | None = None       # read, if any
+    project_file: Path | None = None    # read, if any
+    explicit_file: Path | None = None   # given with -c
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, Path] = field(default_factory=dict)  # "agents.coder" → the file that defined it
+
+    @property
+    def files(self) -> list[Path]:
+        return [f for f in (self.explicit_file, self.user_file, self.project_file) if f is not None]
+
+    def counts(self) -> str:
+        return (f"OK: {len(self.providers)} provider(s), {len(self.models)} model(s), "
+                f"{len(self.agents)} agent(s), {len(self.mcp_servers)} mcp server(s)")
+
+
+def user_config_path() -> Path:
+    """The user's config file: `~/.iota.yaml`, else `~/.iota.yml` if only that exists."""
+    home = paths.home()
+    yaml_path, yml_path = home / ".iota.yaml", home / ".iota.yml"
+    return yml_path if not yaml_path.exists() and yml_path.exists() else yaml_path
+
+
+def project_config_path(cwd: Path) -> Path:
+    yaml_path, yml_path = cwd / ".iota.yaml", cwd / ".iota.yml"
+    return yml_path if not yaml_path.exists() and yml_path.exists() else yaml_path
+
+
+def load(cwd: Path, explicit: Path | None = None) -> Config:
+    """Load the config a run in `cwd` would use (or `explicit` alone), checked and decoded."""
+    config = Config()
+    if explicit is not None:
+        explicit = Path(os.path.abspath(explicit))
+        if not explicit.exists():
+            raise ConfigError(f"config {explicit}: no such file")
+        tiers = [("explicit_file", explicit)]
+    else:
+        tiers = [("user_file", user_config_path()), ("project_file", project_config_path(cwd))]
+    for attribute, path in tiers:
+        if attribute != "explicit_file" and not path.exists():
+            continue
+        document = _read_yaml(path, config.warnings)
+        if document is _UNREADABLE:
+            continue
+        audit_document(path, document)
+        setattr(config, attribute, path)
+        _merge(config, path, document or {})
+    _check_references(config)
+    return config
+
+
+_UNREADABLE = object()
+
+
+def _read_yaml(path: Path, warnings: list[str]) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        warnings.append(f"config {path}: cannot be read ({_reason(error)}); skipped")
+        return _UNREADABLE
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        warnings.append(f"config {path}: not valid YAML{where}; skipped")
+        return _UNREADABLE
+
+
+def _reason(error: Exception) -> str:
+    return getattr(error, "strerror", None) or str(error)
+
+
+def _merge(config: Config, path: Path, document: dict) -> None:
+    """Decode each entry and put it over any entry of the same name from an earlier tier."""
+    for section, decoder in _DECODERS.items():
+        entries = getattr(config, section)
+        for name, raw in (document.get(section) or {}).items():
+            coordinate = f"{section}.{name}"
+            entries[str(name)] = _decode(path, coordinate, decoder, str(name), raw)
+            config.sources[coordinate] = path
+
+
+def _decode(path: Path, coordinate: str, decoder: type[_Entry], name: str, raw: Any) -> _Entry:
+    if decoder is ModelConfig and isinstance(raw, str):
+        provider, sep, model_id = raw.partition(":")
+        if not sep or not provider or not model_id:
+            raise fail(path, coordinate, f'want provider:id or a mapping, got "{raw}"')
+        raw = {"provider": provider, "id": model_id}
+    try:
+        return decoder.model_validate({**(raw or {}), "name": name})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join([coordinate, *(str(part) for part in first["loc"] if part != "name")])
+        message = first["msg"].removeprefix("Value error, ")
+        raise fail(path, where, message) from None
+
+
+def _check_references(config: Config) -> None:
+    for name, model in config.models.items():
+        if model.provider not in config.providers:
+            raise fail(config.sources[f"models.{name}"], f"models.{name}.provider",
+                       f'unknown provider "{model.provider}" (configured: {_names(config.providers)})')
+    for name, agent in config.agents.items():
+        source = config.sources[f"agents.{name}"]
+        for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices)):
+            for model in wanted:
+                if model not in config.models and not _is_direct_model(config, model):
+                    raise fail(source, f"agents.{name}.{key}",
+                               f'unknown model "{model}" (configured: {_names(config.models)})')
+        for server in agent.mcp_servers or []:
+            if server not in config.mcp_servers:
+                raise fail(source, f"agents.{name}.mcp_servers",
+                           f'unknown MCP server "{server}" (configured: {_names(config.mcp_servers)})')
+
+
+def _is_direct_model(config: Config, reference: str) -> bool:
+    provider, sep, model_id = reference.partition(":")
+    return bool(sep and model_id) and provider in config.providers
+
+
+def _names(entries: dict) -> str:
+    return ", ".join(entries) or "none"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a run takes from the config.
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model with its provider and the layered parameters settled for one agent."""
+
+    name: str
+    provider: ProviderConfig
+    id: str
+    context_window: int
+    effort: str | None
+    temperature: float | None
+    top_p: float | None
+    reports_usage: bool
+    supports_tools: bool
+    # Which layer set context_window: "agent", "model" or "default" (the bot check names it).
+    window_source: str
+
+
+def find_agent(config: Config, name: str) -> AgentConfig:
+    agent = config.agents.get(name)
+    if agent is None:
+        raise ConfigError(f'unknown agent "{name}"\n  configured agents: {_names(config.agents)}')
+    return agent
+
+
+def resolve_model(config: Config, agent: AgentConfig, override: str | None = None) -> ResolvedModel:
+    """The model an agent runs (or `override`, from -M), with the agent's layered parameters."""
+    reference = override or agent.model
+    if not reference:
+        raise ConfigError(f"no model chosen: set agents.{agent.name}.model or pass -M")
+    model = config.models.get(reference)
+    if model is None:
+        if not _is_direct_model(config, reference):
+            raise ConfigError(f'unknown model "{reference}"\n  configured models: {_names(config.models)}')
+        provider, _, model_id = reference.partition(":")
+        model = ModelConfig(name=reference, provider=provider, id=model_id)
+    window, source = ((agent.context_window, "agent") if agent.context_window else
+                      (model.context_window, "model") if model.context_window else
+                      (DEFAULT_CONTEXT_WINDOW, "default"))
+    return ResolvedModel(
+        name=model.name, provider=config.providers[model.provider], id=model.id,
+        context_window=window,
+        effort=agent.effort or model.effort,
+        temperature=agent.temperature if agent.temperature is not None else model.temperature,
+        top_p=agent.top_p if agent.top_p is not None else model.top_p,
+        reports_usage=model.reports_usage, supports_tools=model.supports_tools,
+        window_source=source,
+    )
+
+
+def api_key(provider: ProviderConfig, cwd: Path) -> str:
+    """The provider type's environment variable wins over `key:` in the config."""
+    variable = ENV_KEYS[provider.type]
+    key = os.environ.get(variable) or (expand(provider.key, cwd) if provider.key else "")
+    if not key:
+        raise MissingAPIKey(f"API key is required: set {variable} or providers.{provider.name}.key in your config")
+    return key
+
+
+def base_url(provider: ProviderConfig, cwd: Path) -> str | None:
+    return expand(provider.url, cwd) if provider.url else None
+
+
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+def expand(value: str, cwd: Path) -> str:
+    """Expand `${env:VAR}`, `${cwd}`/`${workspaceFolder}`, `${userHome}`, `${appHome}` and `${/}`."""
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name.startswith("env:"):
+            return os.environ.get(name[4:], "")
+        fixed = {"cwd": str(cwd), "workspaceFolder": str(cwd), "userHome": str(paths.home()),
+                 "appHome": str(paths.app_home()), "/": os.sep}
+        if name not in fixed:
+            raise ConfigError(f"unknown variable ${{{name}}} in {value!r} (want env:NAME, cwd, workspaceFolder, "
+                              "userHome, appHome or /)")
+        return fixed[name]
+
+    return _VARIABLE.sub(replace, value)

@@ -1,0 +1,132 @@
+"""The key audit: the raw YAML document is checked before anything is decoded.
+
+A typo in a config file should fail loudly at the key that has it, not quietly fall back to a
+default. So every key of every entry is checked against the keys its layer knows, before the
+entries are turned into objects. A failure names the file and the coordinate of the key:
+
+    config /home/ana/.iota.yaml: agents.coder.modle: unknown key (want model, choices, …)
+
+Booleans take the YAML 1.1 spellings (true/yes/on, false/no/off), which the YAML loader has
+already turned into bools; anything else where a boolean belongs is refused here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from iota.errors import ConfigError
+
+TOP_LEVEL = ("providers", "models", "agents", "mcp_servers")
+PROVIDER_TYPES = ("anthropic", "openai")
+TOOLSETS = ("shell", "code", "skills", "ask")
+MODES = ("chat", "agent", "bot")
+
+PROVIDER_KEYS = ("type", "key", "url")
+MODEL_KEYS = ("provider", "id", "context_window", "effort", "temperature", "top_p", "reports_usage", "supports_tools")
+LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
+AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
+              "description", *LAYERED_KEYS)
+MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
+TOOLSET_KEYS = {
+    "code": ("read_only", "auto_write"),
+    "shell": ("sandbox", "network", "auto_run", "write"),
+    "skills": (),
+    "ask": (),
+}
+BOOLEAN_KEYS = {"no_save", "notify", "reports_usage", "supports_tools", "read_only", "auto_write", "network", "auto_run"}
+
+# Keys that used to mean something, with what replaced them.
+RETIRED = {
+    "workspace": "workspace: true became mode: agent",
+    "models": "models: became model: plus choices:",
+}
+
+_LAYERS = (
+    ("a provider", PROVIDER_KEYS),
+    ("a model", MODEL_KEYS),
+    ("an agent", AGENT_KEYS),
+    ("an MCP server", MCP_KEYS),
+)
+
+
+def _layers_of(key: str) -> list[str]:
+    return [layer for layer, keys in _LAYERS if key in keys]
+
+
+def fail(path: Path, coordinate: str, message: str) -> ConfigError:
+    return ConfigError(f"config {path}: {coordinate}: {message}")
+
+
+def audit_document(path: Path, document: Any) -> None:
+    """Raise ConfigError at the first key that does not belong where it stands."""
+    if document is None:
+        return
+    if not isinstance(document, dict):
+        raise ConfigError(f"config {path}: the file must be a mapping of {_want(TOP_LEVEL)}")
+    for key, section in document.items():
+        if key not in TOP_LEVEL:
+            raise fail(path, str(key), f"unknown top-level key (want {', '.join(k + ':' for k in TOP_LEVEL)})")
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            raise fail(path, key, "want a mapping of names to entries")
+        for name, entry in section.items():
+            coordinate = f"{key}.{name}"
+            if key == "models" and isinstance(entry, str):
+                continue  # the `provider:id` shorthand
+            if entry is None and key == "agents":
+                continue  # an agent with every default
+            if not isinstance(entry, dict):
+                raise fail(path, coordinate, "want a mapping of keys")
+            _audit_entry(path, key, coordinate, entry)
+
+
+def _audit_entry(path: Path, section: str, coordinate: str, entry: dict) -> None:
+    layer, own = _LAYERS[TOP_LEVEL.index(section)]
+    for key, value in entry.items():
+        where = f"{coordinate}.{key}"
+        if key not in own:
+            if _layers_of(key):
+                raise fail(path, where, f"{key} is a key of {' or '.join(_layers_of(key))}, not of {layer}")
+            if key in RETIRED:
+                raise fail(path, where, f"unknown key ({RETIRED[key]})")
+            raise fail(path, where, f"unknown key (want {_want(own)})")
+        if key in BOOLEAN_KEYS:
+            audit_boolean(path, where, value)
+        if section == "agents" and key == "tools":
+            _audit_tools(path, where, value)
+
+
+def _audit_tools(path: Path, coordinate: str, tools: Any) -> None:
+    if tools is None:
+        return
+    if not isinstance(tools, dict):
+        raise fail(path, coordinate, f"want a mapping of toolsets ({_want(TOOLSETS)})")
+    for name, options in tools.items():
+        where = f"{coordinate}.{name}"
+        if name not in TOOLSETS:
+            raise fail(path, where, f"unknown toolset (want {_want(TOOLSETS)})")
+        if options is None or options is True or options is False:
+            continue  # presence enables, false disables
+        if not isinstance(options, dict):
+            raise fail(path, where, "want a mapping of options, or false to turn the toolset off")
+        for key, value in options.items():
+            if key not in TOOLSET_KEYS[name]:
+                known = _want(TOOLSET_KEYS[name]) if TOOLSET_KEYS[name] else "none"
+                raise fail(path, f"{where}.{key}", f"unknown key (want {known})")
+            if key in BOOLEAN_KEYS:
+                audit_boolean(path, f"{where}.{key}", value)
+
+
+def audit_boolean(path: Path, coordinate: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise fail(path, coordinate, f"want true or false, got {_show(value)}")
+
+
+def _want(keys) -> str:
+    return ", ".join(keys)
+
+
+def _show(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)

@@ -1,0 +1,139 @@
+"""Composing the system prompt, at send time. It is never stored in the session: only the
+person's own instructions are, so a config change or a new AGENTS.md takes effect at once.
+
+Segments, top to bottom, a blank line between them; a segment whose condition fails is left out:
+
+1. the harness preamble          when `tools:` names at least one toolset (a bot always)
+2. `<environment>`               with the harness
+3. `<iota_cli>`                  when the shell toolset is on
+4. `<instructions>`              the person's system prompt (bare, untagged, without a harness)
+5. the AGENTS.md chain           agent and bot mode
+6. the skills catalog            agent and bot mode, with at least one valid skill
+7. the memory block              bots (composed by the memory module, passed in here)
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iota.tools.skills import Skill, catalog
+
+AGENTS_CHAIN_CAP = 32 * 1024
+AGENTS_TRUNCATED = "<!-- AGENTS.md chain truncated at 32 KiB -->"
+
+PREAMBLE = """\
+You run inside iota, a coding agent in the user's terminal: you act on their project through the tools you are given, and you report what you did and what you found.
+When the user declines a tool call, do not retry it: say what it was for and ask. A command that fails with "Operation not permitted", a write outside the project or a missing network was stopped by the sandbox: say so instead of working around it."""
+
+IOTA_CLI = """\
+<iota_cli>
+iota itself runs outside the sandbox when it is the first word of a command (no pipes or chains):
+  iota mcp add|list|get|remove|login|logout
+  iota config check|path|init
+  iota list agents|models|providers
+  iota run <agent> -m "<task>"
+Change MCP servers with `iota mcp`. Change anything else by editing the config file, then run `iota config check`.
+Changes apply from the next session.
+</iota_cli>"""
+
+
+@dataclass
+class PromptContext:
+    """Everything the prompt is composed from, gathered by the chat at send time."""
+
+    project_root: Path
+    cwd: Path
+    mode: str                                   # chat | agent | bot
+    instructions: str = ""                      # system:, system_file: or -s
+    toolsets: tuple[str, ...] = ()              # the sets `tools:` turns on (a bot adds "memory")
+    config_lines: list[str] = field(default_factory=list)  # `user config: …` / `config: … (given with -c…)`
+    host_lines: list[str] = field(default_factory=list)
+    skills: list[Skill] = field(default_factory=list)
+    memory_block: str = ""
+    today: datetime.date | None = None
+
+
+def compose(context: PromptContext) -> str:
+    segments: list[str] = []
+    harness = bool(context.toolsets) or context.mode == "bot"
+    if harness:
+        segments.append(PREAMBLE)
+        segments.append(environment_block(context))
+        if "shell" in context.toolsets:
+            segments.append(IOTA_CLI)
+    if context.instructions.strip():
+        segments.append(f"<instructions>\n{context.instructions}\n</instructions>" if harness
+                        else context.instructions)
+    if context.mode in ("agent", "bot"):
+        chain, _ = agents_chain(context.project_root, context.cwd)
+        segments.append(chain)
+        segments.append(catalog(context.skills))
+    if context.mode == "bot":
+        segments.append(context.memory_block)
+    return "\n\n".join(segment for segment in segments if segment)
+
+
+def environment_block(context: PromptContext) -> str:
+    today = context.today or datetime.date.today()
+    lines = [
+        f"project root: {context.project_root}",
+        f"platform: {_OS_NAMES.get(sys.platform, sys.platform)} ({platform.machine()})",
+        f"shell: {shell_name()}",
+        f"date: {today.isoformat()}",
+        f"iota binary: {iota_binary()}",
+        *context.config_lines,
+        *context.host_lines,
+    ]
+    return "<environment>\n" + "\n".join(lines) + "\n</environment>"
+
+
+_OS_NAMES = {"darwin": "macos", "win32": "windows"}
+
+
+def shell_name() -> str:
+    chosen = os.environ.get("IOTA_SHELL")
+    if chosen:
+        return Path(chosen).stem
+    return "bash" if Path("/bin/bash").exists() else "(none)"
+
+
+def iota_binary() -> str:
+    """The running `iota` executable, canonicalised, or `(unknown)`."""
+    candidate = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if candidate is not None and candidate.name == "iota" and candidate.exists():
+        return str(candidate.resolve())
+    return "(unknown)"
+
+
+def agents_files(project_root: Path, cwd: Path) -> list[Path]:
+    """Every AGENTS.md from the project root down to `cwd`, root first."""
+    cwd = Path(os.path.abspath(cwd))
+    root = Path(os.path.abspath(project_root))
+    directories = [cwd, *cwd.parents]
+    if root not in directories:
+        directories = [cwd]
+    else:
+        directories = directories[: directories.index(root) + 1]
+    return [d / "AGENTS.md" for d in reversed(directories) if (d / "AGENTS.md").is_file()]
+
+
+def agents_chain(project_root: Path, cwd: Path) -> tuple[str, tuple]:
+    """(the chain's text, a signature that changes when any of its files changes)."""
+    texts, signature = [], []
+    for path in agents_files(project_root, cwd):
+        try:
+            stat = path.stat()
+            texts.append(path.read_text(encoding="utf-8", errors="replace").rstrip("\n"))
+            signature.append((str(path), stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            continue
+    chain = "\n\n".join(texts)
+    encoded = chain.encode()
+    if len(encoded) > AGENTS_CHAIN_CAP:
+        chain = encoded[:AGENTS_CHAIN_CAP].decode(errors="ignore") + "\n\n" + AGENTS_TRUNCATED
+    return chain, tuple(signature)

@@ -1,0 +1,161 @@
+"""Agent Skills: discovery, the catalog the model is shown, and the `load_skill` tool.
+
+A skill is a directory holding a `SKILL.md` whose YAML front matter gives `name` (the
+directory's name: lowercase letters, digits and single hyphens, at most 64 characters) and
+`description` (at most 1024 characters). Skills are looked for in `<project root>/.agents/skills`,
+then `~/.iota/skills`, then `~/.agents/skills`, alphabetically within each; the first skill of a
+name wins. An invalid skill is skipped with a one-line warning, never a failure.
+
+The model sees only names and descriptions (the catalog). It reads a skill's body, or a file the
+body refers to, through `load_skill`, which never reads outside the skill's directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import yaml
+
+from iota import paths
+from iota.tools.base import Tool, ToolError, ToolResult
+
+CATALOG_CAP = 32 * 1024
+_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    directory: Path
+
+    @property
+    def body(self) -> str:
+        return split_front_matter((self.directory / "SKILL.md").read_text(encoding="utf-8"))[1]
+
+
+def skill_roots(project_root: Path) -> list[Path]:
+    return [project_root / ".agents" / "skills", paths.skills_dir(), paths.home() / ".agents" / "skills"]
+
+
+def discover(project_root: Path) -> tuple[list[Skill], list[str]]:
+    """The valid skills in discovery order, and a warning for each one skipped."""
+    skills: dict[str, Skill] = {}
+    warnings: list[str] = []
+    for root in skill_roots(project_root):
+        if not root.is_dir():
+            continue
+        for directory in sorted(p for p in root.iterdir() if p.is_dir()):
+            try:
+                skill = read_skill(directory)
+            except ValueError as error:
+                warnings.append(f"skill {directory} skipped: {error}")
+                continue
+            if skill.name in skills:
+                warnings.append(f"skill {directory} skipped: {skill.name} is already defined in "
+                                f"{skills[skill.name].directory}")
+                continue
+            skills[skill.name] = skill
+    return list(skills.values()), warnings
+
+
+def read_skill(directory: Path) -> Skill:
+    path = directory / "SKILL.md"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError("no SKILL.md") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"SKILL.md cannot be read ({error})") from None
+    front, _ = split_front_matter(text)
+    try:
+        meta = yaml.safe_load(front) if front is not None else None
+    except yaml.YAMLError:
+        raise ValueError("its front matter is not valid YAML") from None
+    if not isinstance(meta, dict):
+        raise ValueError("SKILL.md has no front matter with name: and description:")
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
+        raise ValueError("name: must be lowercase letters, digits and hyphens, at most 64 characters")
+    if name != directory.name:
+        raise ValueError(f'name: "{name}" does not match its directory "{directory.name}"')
+    if not isinstance(description, str) or not description.strip() or len(description) > 1024:
+        raise ValueError("description: must be 1 to 1024 characters")
+    return Skill(name, description.strip(), directory)
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """(front matter or None, body) of a Markdown file fenced with `---` lines."""
+    lines = text.split("\n")
+    if lines and lines[0].strip() == "---":
+        for index in range(1, len(lines)):
+            if lines[index].strip() == "---":
+                return "\n".join(lines[1:index]), "\n".join(lines[index + 1:]).lstrip("\n")
+    return None, text
+
+
+def catalog(skills: list[Skill]) -> str:
+    """The system prompt's skills segment, or "" when there are no skills."""
+    if not skills:
+        return ""
+    head = ('These skills give you instructions for particular tasks. When one fits the task, call load_skill '
+            'with its name as "skill" to read it; use "file" for files it refers to, and run its scripts with '
+            "the shell tool.\n\n<available_skills>\n")
+    entries, size, omitted = [], len(head), 0
+    for skill in skills:
+        entry = (f"<skill>\n<name>{escape(skill.name)}</name>\n"
+                 f"<description>{escape(skill.description)}</description>\n</skill>\n")
+        if size + len(entry.encode()) > CATALOG_CAP:
+            omitted += 1
+            continue
+        entries.append(entry)
+        size += len(entry.encode())
+    note = f"<note>{omitted} more skill(s) omitted: catalog size cap reached</note>\n" if omitted else ""
+    return head + "".join(entries) + note + "</available_skills>"
+
+
+class LoadSkill(Tool):
+    name = "load_skill"
+    description = ("Read a skill's instructions (its SKILL.md body), or with `file` a file inside the "
+                   "skill's directory that the instructions refer to.")
+    parameters = {
+        "type": "object",
+        "properties": {
+            "skill": {"type": "string", "description": "The skill's name, as listed in available_skills."},
+            "file": {"type": "string", "description": "A path relative to the skill's directory (optional)."},
+        },
+        "required": ["skill"],
+    }
+    parallel = True
+
+    def __init__(self, skills: list[Skill]):
+        self._skills = {skill.name: skill for skill in skills}
+
+    def target(self, args: dict[str, Any]) -> str:
+        return " ".join(str(args[key]) for key in ("skill", "file") if args.get(key))
+
+    async def run(self, args: dict[str, Any]) -> ToolResult:
+        name = args.get("skill")
+        if not name:
+            raise ToolError("missing required argument: skill")
+        skill = self._skills.get(name)
+        if skill is None:
+            raise ToolError(f'no skill named "{name}" (available: {", ".join(self._skills) or "none"})')
+        file = args.get("file")
+        if not file:
+            return ToolResult(skill.body)
+        base = os.path.realpath(skill.directory)
+        target = os.path.realpath(os.path.join(base, file))
+        if os.path.commonpath([base, target]) != base:
+            raise ToolError(f"file is outside the skill's directory: {file}")
+        try:
+            return ToolResult(Path(target).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ToolError(f"skill {name} has no file {file}") from None
+        except UnicodeDecodeError:
+            raise ToolError(f"{file} is not UTF-8 text") from None
