@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from iota import paths
 from iota.config_audit import PROVIDER_TYPES, audit_document, fail
 from iota.errors import ConfigError, MissingAPIKey
+from iota.tools.code import READ_ONLY_AUTO_WRITE
+from iota.tools.sandbox import check_sandbox_mode
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -118,10 +120,7 @@ class ShellOptions(BaseModel):
     @field_validator("sandbox", mode="before")
     @classmethod
     def _sandbox(cls, value: Any) -> Any:
-        value = "auto" if value in (None, "") else value
-        if value not in ("auto", "off"):
-            raise ValueError(f'sandbox must be "auto" or "off", got "{value}"')
-        return value
+        return check_sandbox_mode(value)  # `off` unquoted is YAML's false: it still means "off"
 
 
 class Toolsets(BaseModel):
@@ -138,8 +137,7 @@ class Toolsets(BaseModel):
     @classmethod
     def _code(cls, value: CodeOptions | None) -> CodeOptions | None:
         if value is not None and value.read_only and value.auto_write:
-            raise ValueError("read_only and auto_write contradict each other: "
-                             "auto_write approves writes the set does not offer")
+            raise ValueError(READ_ONLY_AUTO_WRITE)
         return value
 
 

@@ -231,3 +231,8 @@ def test_starter_bot_entry_uncomments_into_a_bot(fake_home, project):
     assert bot.mode == "bot"
     assert bot.tools.code.auto_write is True
     assert (bot.tools.shell.sandbox, bot.tools.shell.auto_run) == ("auto", True)
+
+
+def test_sandbox_off_unquoted_is_yaml_false_and_still_means_off(fake_home, project):
+    _, loaded = load_user(fake_home, project, BASE + "  coder: {model: gpt, tools: {shell: {sandbox: off}}}\n")
+    assert loaded.agents["coder"].tools.shell.sandbox == "off"

@@ -1,0 +1,143 @@
+"""The messages that cross between the actors and the face, as frozen dataclasses.
+
+    face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
+    turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
+    turn lane ──Choose(title, options, reply channel)──► face ──index or None──► the waiting job
+    status ──Status(...)──► face
+
+The face (the urwid app, or a test) only reads these and sends the four inputs; it never
+reaches into an actor, and no actor imports urwid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+# ---- from the face ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submit:
+    """The person pressed Enter on the composer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """Ctrl+C: cancel whatever runs (a turn, a flush, a compaction); at an idle prompt, leave
+    with status 130. The input actor decides which, since only it knows what runs."""
+
+
+@dataclass(frozen=True)
+class CancelInnermost:
+    """Esc: cancel only the innermost scope (the stream or the running shell call)."""
+
+
+@dataclass(frozen=True)
+class Leave:
+    """Ctrl+D (code 0) or a signal: end the chat with this exit status."""
+
+    code: int = 0
+
+
+# ---- to the face -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserEcho:
+    text: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    target: str
+
+
+@dataclass(frozen=True)
+class ToolEnded:
+    call_id: str
+    name: str
+    summary: str          # one line: what came of it
+    display: str | None   # the diff of an edit, a memory line: shown in full
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A dim line: `MEMORY.md reloaded`, `Resumed after 3 days …`, a background job's end."""
+
+    text: str
+    warning: bool = False   # drawn as `⚠ text`
+
+
+@dataclass(frozen=True)
+class ErrorLine:
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    interrupted: bool = False
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class Status:
+    """The status row under the composer."""
+
+    model: str
+    context_used: int
+    context_window: int
+    estimated: bool = False
+    running: str = ""            # `Waiting for the model`, `shell ls`, `Compacting context…`; "" when idle
+    running_since: float | None = None  # trio.current_time() when it started
+    queued: int = 0
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A block of text to show in the transcript: /status, /tools, /skills, the echo of a resume."""
+
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Choose:
+    """A select the person answers: the approval prompt (`<label> wants to modify files —
+    allow?` with Allow once / Allow for this session / Deny), the /session and /model pickers.
+    The chosen option's index goes back on `reply`; Esc sends None."""
+
+    title: str
+    options: tuple[str, ...]
+    reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class SlashCommands:
+    """The commands the composer suggests and completes with Tab: (name, one-line help)."""
+
+    commands: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Card:
+    """The start-up card (reference §2.11): `ι> iota  v<version>`, the mode row, the directory,
+    then one-line warnings in dim (`⚠ <warning>`)."""
+
+    version: str
+    mode: str                       # chat | agent | bot
+    session: str                    # `session <id>` | `resumed <id>` | `not saved`
+    host: str | None                # herdr | cmux | None
+    directory: str
+    warnings: tuple[str, ...] = ()

@@ -1,0 +1,151 @@
+"""What one chat is made of, settled once from the config: the model, the provider, the
+instructions, the project, and how its tools are opened. The headless turn and the terminal
+app both start from a `ChatSetup`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import AsyncIterator
+
+import trio
+
+from iota import config as config_module
+from iota import paths
+from iota.config import AgentConfig, Config, ResolvedModel
+from iota.errors import ConfigError
+from iota.messages import Message
+from iota.prompt import PromptContext, compose
+from iota.providers.base import Provider, Request
+from iota.tools.base import Toolbox
+from iota.tools.skills import LoadSkill, Skill, discover
+
+
+@dataclass
+class ChatSetup:
+    config: Config
+    agent: AgentConfig
+    model: ResolvedModel
+    project_root: Path
+    cwd: Path
+    instructions: str
+    interactive: bool
+    skills: list[Skill] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # one-line start-up warnings
+    host_lines: list[str] = field(default_factory=list)
+    memory_block: str = ""
+    _provider: Provider | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.agent.mode
+
+    def provider(self) -> Provider:
+        """The provider, made on first use (for Anthropic this is where the SDK gets imported)."""
+        if self._provider is None:
+            from iota.providers import make_provider
+
+            provider = self.model.provider
+            self._provider = make_provider(provider.name, provider.type,
+                                           config_module.api_key(provider, self.cwd),
+                                           config_module.base_url(provider, self.cwd))
+        return self._provider
+
+    def system_prompt(self) -> str:
+        toolsets = tuple(self.agent.tools.named) + (("memory",) if self.mode == "bot" else ())
+        return compose(PromptContext(
+            project_root=self.project_root, cwd=self.cwd, mode=self.mode, instructions=self.instructions,
+            toolsets=toolsets, config_lines=self.config_lines(), host_lines=self.host_lines,
+            skills=self.skills, memory_block=self.memory_block,
+        ))
+
+    def config_lines(self) -> list[str]:
+        if self.config.explicit_file is not None:
+            return [f"config: {self.config.explicit_file} (given with -c; the only scope)"]
+        return [f"user config: {self.config.user_file or '(absent)'}",
+                f"project config: {self.config.project_file or '(absent)'}"]
+
+    def request(self, messages: list[Message], toolbox: Toolbox) -> Request:
+        return Request(model=self.model.id, system=self.system_prompt(), messages=messages, tools=toolbox.specs(),
+                       temperature=self.model.temperature, top_p=self.model.top_p, effort=self.model.effort)
+
+    @asynccontextmanager
+    async def open_tools(self, job_notices: trio.MemorySendChannel | None = None) -> AsyncIterator[Toolbox]:
+        """The chat's toolbox. Background shell jobs live as long as this context: leaving it kills
+        them. Their completion notices go to `job_notices` (dropped when None)."""
+        toolbox = Toolbox()
+        tools = self.agent.tools
+        if tools.code is not None:
+            from iota.tools.code import code_tools
+
+            for tool in code_tools(self.project_root, read_only=tools.code.read_only,
+                                   auto_write=tools.code.auto_write):
+                toolbox.add(tool)
+        if self.mode in ("agent", "bot") and tools.skills and self.skills:
+            toolbox.add(LoadSkill(self.skills))
+        if tools.shell is None:
+            yield toolbox
+            return
+        from iota.tools.jobs import open_job_table
+        from iota.tools.sandbox import Sandbox, probe_sandbox, startup_warnings
+        from iota.tools.shell import ShellTool
+
+        shell = tools.shell
+        sandbox = None
+        if shell.sandbox == "auto":
+            write = [config_module.expand(os.path.expanduser(p), self.cwd) for p in shell.write]
+            sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write)
+        self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
+        if job_notices is None:  # nobody reads them: an unbounded channel never blocks a job
+            job_notices, _ = trio.open_memory_channel(math.inf)
+        async with open_job_table(job_notices) as jobs:
+            toolbox.add(ShellTool(root=self.project_root, jobs=jobs,
+                                  sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
+                                  auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0]))
+            yield toolbox
+
+
+def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_override: str | None = None,
+                 system_override: str | None = None, replay: dict | None = None,
+                 interactive: bool = True) -> ChatSetup:
+    """Settle everything a chat takes from the config. `replay` is a resumed session's meta,
+    whose model and tuning are kept unless `-M` names another model."""
+    if replay and not model_override and replay.get("provider") and replay.get("model"):
+        model_override = _replayed_model(loaded, replay)
+    model = config_module.resolve_model(loaded, agent, model_override)
+    root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
+    skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
+    return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
+                     instructions=_instructions(loaded, agent, cwd, system_override), interactive=interactive,
+                     skills=skills, warnings=warnings)
+
+
+def _replayed_model(loaded: Config, meta: dict) -> str | None:
+    """The config's name for the model a session was recorded with, if the config still has it."""
+    for name, model in loaded.models.items():
+        if model.provider == meta["provider"] and model.id == meta["model"]:
+            return name
+    reference = f"{meta['provider']}:{meta['model']}"
+    return reference if meta["provider"] in loaded.providers else None
+
+
+def _instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None) -> str:
+    if override is not None:
+        return override
+    if agent.system:
+        return agent.system
+    if agent.system_file:
+        path = Path(config_module.expand(os.path.expanduser(agent.system_file), cwd))
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            source = loaded.sources.get(f"agents.{agent.name}", "config")
+            raise ConfigError(f"config {source}: agents.{agent.name}.system_file: cannot read {path} "
+                              f"({getattr(error, 'strerror', None) or error})") from None
+    return ""

@@ -1,0 +1,78 @@
+"""One headless turn: `iota run <agent> -m "…"` and `iota resume <id> -m "…"`.
+
+The reply goes to stdout and nothing else does; notes go to stderr. A plain `-m` run saves
+nothing. A resumed session gets the new turn appended, in one batch, only when the turn
+succeeded. Tools that need approval are refused with a result the model reads (there is no
+one to ask); background jobs are killed when the run ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import trio
+
+from iota import config as config_module
+from iota import session as session_module
+from iota.agent import Approvals, Turn, run_turn
+from iota.chat import ChatSetup, prepare_chat
+from iota.errors import BotError
+from iota.messages import USER, Message
+
+EXIT_OK = 0
+
+
+def run_headless(args: argparse.Namespace, loaded: config_module.Config, message: str) -> int:
+    cwd = Path.cwd()
+    bundle = None
+    if args.command == "resume":
+        bundle = session_module.open_session(session_module.resolve_session(args.id))
+        agent_name = bundle.meta.get("agent") or "default"
+    else:
+        agent_name = args.agent
+    try:
+        agent = config_module.find_agent(loaded, agent_name) if args.command == "run" else (
+            loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name, model=None))
+        if agent.mode == "bot":
+            raise BotError(f"bot agents are interactive-only for now; run iota run {agent.name}")
+        setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
+                             replay=bundle.meta if bundle else None, interactive=False)
+        history = bundle.view.messages if bundle else []
+        if bundle is not None:
+            print(f"Resumed session {bundle.id} ({bundle.meta.get('message_count', 0)} messages)", file=sys.stderr)
+        turn = trio.run(_one_turn, setup, history, message, args.max_turns)
+        if bundle is not None:
+            try:
+                bundle.append([Message(USER, content=message), *turn.messages])
+            except session_module.SessionError as error:
+                print(f"Warning: the turn was not saved: {error}", file=sys.stderr)
+    finally:
+        if bundle is not None:
+            bundle.close()
+    _print_reply(args, setup, turn, bundle)
+    return EXIT_OK
+
+
+async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int) -> Turn:
+    turn = Turn()
+    async with setup.open_tools() as toolbox:
+        request = setup.request(history + [Message(USER, content=message)], toolbox)
+        await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None), max_turns=max_turns)
+    return turn
+
+
+def _print_reply(args: argparse.Namespace, setup: ChatSetup, turn: Turn, bundle) -> None:
+    if args.output_format == "json":
+        usage = turn.messages[-1].usage if turn.messages and turn.messages[-1].usage else None
+        print(json.dumps({
+            "reply": turn.reply,
+            "model": setup.model.name,
+            "session": bundle.id if bundle is not None else None,
+            "model_calls": turn.model_calls,
+            "usage": usage.to_record() if usage else None,
+        }, ensure_ascii=False))
+    else:
+        print(turn.reply)

@@ -1,0 +1,46 @@
+"""`iota run` and `iota resume`: check the flags, then hand over to a headless turn or the chat.
+
+The flag rules live here, in one place, because they are the same for both commands:
+
+    -m with --no-save                 flag --no-save is not supported in headless mode
+    --no-save with iota resume        --no-save cannot be combined with iota resume
+    iota resume -m without an id      iota resume needs a session id with -m (the picker is interactive)
+    no -m and no terminal             interactive mode requires a terminal; use -m/--message for piped input
+    -m on a bot                       bot agents are interactive-only for now; run iota run <name>
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from iota.errors import BotError, IotaError, NotYetError
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from ui.cli import load_config
+
+    resuming = args.command == "resume"
+    if args.message is not None:
+        if args.no_save:
+            raise IotaError("flag --no-save is not supported in headless mode")
+        if resuming and not args.id:
+            raise IotaError("iota resume needs a session id with -m (the picker is interactive): "
+                            "try `iota list sessions`")
+        message = sys.stdin.read() if args.message == "-" else args.message
+        if not message.strip():
+            raise IotaError("--message must not be empty")
+        config = load_config(args, write_starter=True)
+        from ui.headless import run_headless
+
+        return run_headless(args, config, message)
+    if resuming and args.no_save:
+        raise IotaError("--no-save cannot be combined with iota resume")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise IotaError("interactive mode requires a terminal; use -m/--message for piped input")
+    load_config(args, write_starter=True)
+    raise NotYetError("the interactive chat is not built yet; use -m/--message for one headless turn")
+
+
+def refuse_headless_bot(name: str) -> None:
+    raise BotError(f"bot agents are interactive-only for now; run iota run {name}")
