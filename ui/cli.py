@@ -132,12 +132,12 @@ def config_command(args: argparse.Namespace) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     if args.what == "sessions":
+        from datetime import datetime
+
         from iota import session
 
-        print(session.format_session_list())
+        print(session.format_session_list(session.list_sessions(), datetime.now().astimezone()))
         return EXIT_OK
-    from iota import config
-
     loaded = load_config(args)
     print(render_listing(loaded, args.what, args.agent))
     return EXIT_OK

@@ -20,7 +20,7 @@ from iota import session as session_module
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
 from iota.errors import BotError
-from iota.messages import USER, Message
+from iota.messages import SYSTEM, USER, Message
 
 EXIT_OK = 0
 
@@ -29,7 +29,9 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
     cwd = Path.cwd()
     bundle = None
     if args.command == "resume":
-        bundle = session_module.open_session(session_module.resolve_session(args.id))
+        bundle = session_module.Session.open(session_module.resolve_session(args.id))
+        for warning in bundle.view.warnings:
+            print(f"Warning: {warning}", file=sys.stderr)
         agent_name = bundle.meta.get("agent") or "default"
     else:
         agent_name = args.agent
@@ -40,7 +42,7 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
             raise BotError(f"bot agents are interactive-only for now; run iota run {agent.name}")
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              replay=bundle.meta if bundle else None, interactive=False)
-        history = bundle.view.messages if bundle else []
+        history = [m for m in bundle.view.messages if m.role != SYSTEM] if bundle else []
         if bundle is not None:
             print(f"Resumed session {bundle.id} ({bundle.meta.get('message_count', 0)} messages)", file=sys.stderr)
         turn = trio.run(_one_turn, setup, history, message, args.max_turns)

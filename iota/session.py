@@ -1,0 +1,462 @@
+"""Session bundles: ids, `meta.json`, the one writer, and `iota list sessions`.
+
+A bundle is a directory holding `meta.json` (a directory without one is not a bundle):
+
+    ~/.iota/sessions/<id>/                     chat-mode and bot sessions
+    ~/.iota/sessions/projects/<slug>/<id>/     agent-mode sessions, one bucket per project
+        meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
+        messages.jsonl   the conversation, append-only (see iota.session_log)
+        .lock            held by the one process writing the bundle; holds its pid
+
+A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
+touches nothing until the first append (a chat that is never used leaves no trace);
+`Session.create` writes the bundle at once (a bot publishes its pointer only after its bundle
+exists); `Session.open` resumes one. Writing always happens under the bundle's `.lock`.
+
+Everything here is blocking file I/O (an append ends in fsync). The chat calls it from a worker
+thread, shielded from cancellation, so a turn's batch is never torn by Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from iota import locking
+from iota.errors import AmbiguousSession, SessionError, SessionNotFound
+from iota.messages import COMPACTION, Message
+from iota.paths import sessions_dir
+from iota.session_log import (
+    INTERRUPTED_RESULT,
+    LOG_NAME,
+    LogIndex,
+    SessionView,
+    cut_torn_tail,
+    encode_record,
+    json_bytes,
+    load_log,
+    repair_tail,
+)
+
+# The session log's public names are re-exported, so callers need only `iota.session`.
+__all__ = [
+    "INTERRUPTED_RESULT", "Session", "SessionInfo", "SessionView", "format_session_list", "list_sessions",
+    "new_session_id", "read_meta", "relative_time", "render_meta", "repair_tail", "resolve_session",
+    "session_label", "write_atomically",
+]
+
+META_NAME = "meta.json"
+LOCK_NAME = ".lock"
+# Crockford's base32, lower case: no i, l or o (they read as digits), no u (no accidental words).
+ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_LENGTH = 12
+
+_HEAD_KEYS = ("v", "id", "created_at", "updated_at", "provider", "model")
+# Written only when set, in this order, between `model` and `message_count`.
+_OPTIONAL_KEYS = (
+    "temperature", "top_p", "context_window", "effort", "image", "aspect_ratio", "image_size",
+    "negative_prompt", "json_edits", "base_url", "cwd", "title", "agent", "param_sources",
+)
+_KNOWN_KEYS = frozenset((*_HEAD_KEYS, *_OPTIONAL_KEYS, "message_count"))
+# The loader's checkpoint (see iota.session_log). Other programs preserve it as an unknown key.
+_INDEX_KEY = "view_index"
+_PLAUSIBLE_ID = re.compile(r"[0-9A-Za-z]+")
+
+
+def now_stamp() -> str:
+    """The current time as meta.json writes it: RFC 3339, whole seconds, local offset."""
+    return datetime.now().astimezone().replace(microsecond=0).isoformat()
+
+
+# -- ids ---------------------------------------------------------------------------------------------
+
+
+def new_session_id() -> str:
+    """A random id that no bundle, flat or in any project bucket, already uses."""
+    buckets = _bucket_dirs()
+    while True:
+        candidate = _random_id()
+        if not any(os.path.lexists(bucket / candidate) for bucket in buckets):
+            return candidate
+
+
+def _random_id() -> str:
+    return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+
+
+def _bucket_dirs() -> list[Path]:
+    """The flat sessions dir and every project bucket: the places a bundle can live."""
+    root = sessions_dir()
+    projects = root / "projects"
+    buckets = [root]
+    if projects.is_dir():
+        buckets += sorted(path for path in projects.iterdir() if path.is_dir())
+    return buckets
+
+
+def _bundles_in(bucket: Path) -> list[Path]:
+    try:
+        return sorted(path for path in bucket.iterdir() if (path / META_NAME).is_file())
+    except FileNotFoundError:
+        return []
+
+
+def _all_bundles() -> list[Path]:
+    return [bundle for bucket in _bucket_dirs() for bundle in _bundles_in(bucket)]
+
+
+def resolve_session(prefix: str, scope: Path | None = None) -> Path:
+    """The bundle dir whose id is `prefix`, or the one id it begins (ignoring case).
+
+    `scope` is the mode's own bucket (the flat dir, or a project's); it is searched first and
+    all sessions only when nothing in it matches. A prefix matching several bundles is an error
+    rather than a guess.
+    """
+    if not _PLAUSIBLE_ID.fullmatch(prefix):
+        raise SessionError(f'invalid session id "{prefix}"')
+    try:
+        views = ([_bundles_in(scope)] if scope is not None else []) + [_all_bundles()]
+    except OSError as exc:
+        raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
+    for bundles in views:
+        exact = [bundle for bundle in bundles if bundle.name == prefix]
+        if exact:
+            return exact[0]
+        matches = [bundle for bundle in bundles if bundle.name.lower().startswith(prefix.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(sorted(bundle.name for bundle in matches))
+            raise AmbiguousSession(f'session id "{prefix}" is ambiguous: {names}')
+    raise SessionNotFound(f'no session matches "{prefix}"')
+
+
+# -- meta.json ---------------------------------------------------------------------------------------
+
+
+def render_meta(meta: dict[str, Any]) -> bytes:
+    """meta.json's bytes: fixed key order, unset optional keys left out, unknown keys kept at the end."""
+    ordered: dict[str, Any] = {"v": meta.get("v", 1)}
+    ordered.update((key, meta.get(key, "")) for key in _HEAD_KEYS[1:])
+    ordered.update((key, meta[key]) for key in _OPTIONAL_KEYS if meta.get(key))
+    ordered["message_count"] = meta.get("message_count", 0)
+    ordered.update((key, value) for key, value in meta.items() if key not in _KNOWN_KEYS)
+    return json_bytes(ordered, indent=2)
+
+
+def read_meta(bundle: Path) -> dict[str, Any]:
+    path = bundle / META_NAME
+    try:
+        meta = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise SessionError(f"failed to read {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise SessionError(f"failed to read {path}: not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise SessionError(f"failed to read {path}: not a JSON object")
+    return meta
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old file or the new, never half of one.
+
+    The bytes go to `<name>.tmp` beside it and are fsynced before the rename; the directory is
+    fsynced after it, or the rename itself could be lost.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# -- the writer --------------------------------------------------------------------------------------
+
+
+class Session:
+    """One process's handle on a bundle: its meta, its log and, once on disk, its lock."""
+
+    def __init__(self, bundle: Path, meta: dict[str, Any], view: SessionView, index: LogIndex):
+        self.dir = bundle
+        self.id = bundle.name
+        self.meta = meta
+        # The live view as loaded when the session was opened; the chat keeps its own copy after.
+        self.view = view
+        self._index = index
+        self._lock: locking.HeldLock | None = None
+        self._log_fd: int | None = None
+        self._closed = False
+
+    @classmethod
+    def new(cls, bucket: Path, *, provider: str, model: str, **fields: Any) -> Session:
+        """A session with a fresh id in `bucket`, written to disk by its first append."""
+        stamp = now_stamp()
+        bundle = bucket / new_session_id()
+        meta = {"v": 1, "id": bundle.name, "created_at": stamp, "updated_at": stamp,
+                "provider": provider, "model": model, **fields, "message_count": 0}
+        return cls(bundle, meta, SessionView(), LogIndex())
+
+    @classmethod
+    def create(cls, bucket: Path, *, provider: str, model: str, **fields: Any) -> Session:
+        """Like `new`, but the bundle (dir, lock, empty log, meta.json) is on disk on return."""
+        session = cls.new(bucket, provider=provider, model=model, **fields)
+        session._materialize()
+        return session
+
+    @classmethod
+    def open(cls, bundle: Path) -> Session:
+        """Resume a bundle for writing: lock it, cut a torn log tail, load the view.
+
+        Warnings (a cut tail, skipped lines) are in `session.view.warnings` for the caller to show.
+        """
+        if not (bundle / META_NAME).is_file():
+            raise SessionNotFound(f"session {bundle.name} not found")
+        lock = _lock_bundle(bundle)
+        try:
+            meta = read_meta(bundle)
+            log = bundle / LOG_NAME
+            cut = cut_torn_tail(log) if log.exists() else None
+            view, index = load_log(log, meta.get(_INDEX_KEY))
+            if cut:
+                view.warnings.insert(0, cut)
+            session = cls(bundle, meta, view, index)
+            session._lock = lock
+            session._store_checkpoint()
+            session._log_fd = _open_log(log)
+        except OSError as exc:
+            lock.release()
+            raise SessionError(f"failed to open session {bundle.name}: {exc.strerror}") from exc
+        except BaseException:
+            lock.release()
+            raise
+        return session
+
+    @property
+    def on_disk(self) -> bool:
+        return self._log_fd is not None
+
+    @property
+    def conversation_count(self) -> int:
+        """Conversation messages written so far; a compaction's `compacted_through` is counted against it."""
+        return self._index.conversation_count
+
+    def append(self, messages: Sequence[Message]) -> None:
+        """Write a batch: every line, one fsync, one meta.json rewrite. All of it or none of it.
+
+        A batch that fails part way is cut back off the log and raised as `SessionError`, so a
+        turn is either in the log whole or not at all.
+        """
+        if self._closed:
+            raise SessionError(f"session {self.id} was closed; nothing more can be saved to it")
+        if not messages:
+            return
+        lines = [encode_record(message) for message in messages]
+        if self._log_fd is None:
+            self._materialize()
+        fd = self._log_fd
+        assert fd is not None
+        start = os.fstat(fd).st_size
+        try:
+            for line in lines:
+                _write_all(fd, line)
+            os.fsync(fd)
+        except BaseException as exc:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass  # the first error is the one to report; a torn last line is cut on the next open
+            if isinstance(exc, OSError):
+                raise SessionError(f"failed to save session {self.id}: {exc.strerror}") from exc
+            raise
+        offset = start
+        for message, line in zip(messages, lines):
+            self._index.note(offset, message.role, message.compacted_through)
+            offset += len(line)
+        markers = sum(message.role == COMPACTION for message in messages)
+        count = self.meta.get("message_count")
+        self.meta["message_count"] = (count if type(count) is int else 0) + len(messages) - markers
+        if markers:
+            self._store_checkpoint()
+        self.meta["updated_at"] = now_stamp()
+        self._write_meta()
+
+    def update_meta(self, **changes: Any) -> None:
+        """Set meta fields; meta.json (and `updated_at`) change only if a value really changed."""
+        changed = {key: value for key, value in changes.items() if self.meta.get(key) != value}
+        if not changed:
+            return
+        self.meta.update(changed)
+        self.meta["updated_at"] = now_stamp()
+        if self.on_disk:
+            self._write_meta()
+
+    def close(self) -> None:
+        """Release the bundle to other processes. Safe to call twice."""
+        self._closed = True
+        self._release()
+
+    def _release(self) -> None:
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _materialize(self) -> None:
+        try:
+            self.dir.parent.mkdir(parents=True, exist_ok=True)
+            self.dir.mkdir()
+        except OSError as exc:
+            raise SessionError(f"failed to create session: {self.dir}: {exc.strerror}") from exc
+        self._lock = _lock_bundle(self.dir)
+        try:
+            self._log_fd = _open_log(self.dir / LOG_NAME)
+            self._write_meta()
+        except BaseException:
+            self._release()
+            raise
+
+    def _store_checkpoint(self) -> None:
+        try:
+            checkpoint = self._index.checkpoint(self.dir / LOG_NAME)
+        except OSError:
+            checkpoint = None  # only a shortcut for the next load; without it that load scans it all
+        if checkpoint is None:
+            self.meta.pop(_INDEX_KEY, None)
+        else:
+            self.meta[_INDEX_KEY] = checkpoint
+
+    def _write_meta(self) -> None:
+        try:
+            write_atomically(self.dir / META_NAME, render_meta(self.meta))
+        except OSError as exc:
+            raise SessionError(f"failed to save session {self.id}: {META_NAME}: {exc.strerror}") from exc
+
+
+def _lock_bundle(bundle: Path) -> locking.HeldLock:
+    def refused(pid: int | None) -> str:
+        holder = f" (pid {pid})" if pid is not None else ""
+        return f"session {bundle.name} is open in another iota process{holder}"
+
+    return locking.acquire(bundle / LOCK_NAME, refused)
+
+
+def _open_log(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+# -- iota list sessions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What the session list and the picker show about a bundle."""
+
+    id: str
+    dir: Path
+    title: str
+    model: str
+    updated_at: str
+    message_count: int
+
+    @classmethod
+    def read(cls, bundle: Path) -> SessionInfo:
+        """A bundle's info; a meta.json that cannot be read still lists, with what is known."""
+        try:
+            meta = read_meta(bundle)
+        except SessionError:
+            meta = {}
+
+        def text(key: str) -> str:
+            value = meta.get(key)
+            return value if isinstance(value, str) else ""
+
+        count = meta.get("message_count")
+        return cls(bundle.name, bundle, text("title"), text("model"), text("updated_at"),
+                   count if type(count) is int else 0)
+
+
+def list_sessions(scope: Path | None = None) -> list[SessionInfo]:
+    """Every bundle (or those in the bucket `scope`), most recently updated first, unknown times last."""
+    try:
+        bundles = _bundles_in(scope) if scope is not None else _all_bundles()
+    except OSError as exc:
+        raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
+    infos = [SessionInfo.read(bundle) for bundle in bundles]
+
+    def newest_first(info: SessionInfo) -> tuple[bool, float]:
+        when = _parse_stamp(info.updated_at)
+        return (when is None, -when.timestamp() if when is not None else 0.0)
+
+    return sorted(infos, key=newest_first)
+
+
+def format_session_list(sessions: Sequence[SessionInfo], now: datetime) -> str:
+    """The text of `iota list sessions`, in the order given. `now` must carry a time zone."""
+    if not sessions:
+        return "No saved sessions."
+    width = max(len(info.id) for info in sessions)
+    return "\n".join(["Sessions:", *(f"  {info.id.rjust(width)}  {session_label(info, now)}" for info in sessions)])
+
+
+def session_label(info: SessionInfo, now: datetime) -> str:
+    """`<title or (untitled)> · <model> · <time> · <n> msgs`, as the list and the picker show it."""
+    when = relative_time(info.updated_at, now)
+    return f"{info.title or '(untitled)'} · {info.model} · {when} · {info.message_count} msgs"
+
+
+def relative_time(stamp: str, now: datetime) -> str:
+    when = _parse_stamp(stamp)
+    if when is None:
+        return "unknown"
+    seconds = (now - when).total_seconds()
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h ago"
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _parse_stamp(stamp: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    # A stamp without an offset was written in local time.
+    return when if when.tzinfo is not None else when.astimezone()

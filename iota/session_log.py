@@ -1,0 +1,394 @@
+"""A session's `messages.jsonl`: writing records, cutting a torn tail, loading the live view.
+
+The log is append-only: one compact JSON record per line, never rewritten. Compaction does not
+delete anything either; it appends a marker `{"role":"compaction","content":<summary>,
+"compacted_through":N,...}` that says "the first N conversation messages are summarised". The
+live view the model is sent is then
+
+    the last system record (unless a later `system_cleared` record removed it),
+    a copy of conversation message N with the summary preamble prepended to its content,
+    conversation messages N+1 … to the end of the log.
+
+Conversation messages are the user, assistant and tool records; N counts them from the start
+of the log. System records, compaction markers and records of unknown roles are not counted.
+
+Loading without re-reading history
+----------------------------------
+A bot's log never ends: after a year it may hold a hundred thousand records of which the view
+needs the last fifty. Scanning the whole file on every start would make each start slower than
+the last, so the view is loaded from a *checkpoint* kept in meta.json under `view_index`:
+
+    "view_index": {"offset": 81234567, "conversation": 99950, "line_sha256": "…",
+                   "system": {"offset": 0, "line_sha256": "…"}}
+
+`offset` is where a line starts; `conversation` is how many conversation records come before
+it; `system` points at the last system record before it (null when there is none). The loader
+reads the system record there, then scans from `offset` to the end of the file, exactly as a
+full scan would from byte 0. Nothing before `offset` can matter to the view as long as the last
+compaction marker lies after `offset` and retains from a message at or after it, and the
+checkpoint is chosen to make that true: it sits at the first retained message or at the last
+compaction marker, whichever comes first.
+
+The log is append-only, so a checkpoint stays true for as long as the file's prefix is the same
+file. The loader still checks what it can without reading the skipped part: the line at
+`offset` (and at the system offset) must hash to the recorded sha256 (its first 16 hex digits),
+the system line must be a system record, and the scan must meet a compaction marker whose
+retained start is at or after the checkpoint (a marker appended by another program may reach
+further back). If any check fails it falls back to a full scan from byte 0, which is always
+right, merely slower. What it cannot check is a claim of absence: a checkpoint saying "no system
+record before this" is believed, so a hand-edited meta.json can hide a system prompt.
+
+The writer (`LogIndex`) keeps the offsets it needs as records are scanned and appended, and
+computes a new checkpoint after a full scan and after each batch holding a compaction marker;
+it is stored with the batch's meta.json rewrite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from iota.errors import SessionError
+from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
+
+LOG_NAME = "messages.jsonl"
+# The longest line (record plus newline) written to or read from the log.
+LINE_CAP = 32 * 1024 * 1024
+INTERRUPTED_RESULT = "interrupted: no result was recorded"
+SUMMARY_HEADER = "[Earlier conversation summary]\n"
+SUMMARY_FOOTER = "\n\n———\n\n"
+CONVERSATION_ROLES = frozenset({USER, ASSISTANT, TOOL})
+
+_BACKWARD_CHUNK = 64 * 1024
+
+
+def summary_preamble(summary: str) -> str:
+    """What goes before the first retained message once a conversation has been compacted."""
+    return SUMMARY_HEADER + summary.strip() + SUMMARY_FOOTER
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def encode_record(message: Message) -> bytes:
+    """One log line: the compact record plus `\\n`, cut to fit `LINE_CAP` if it is longer.
+
+    An over-long record keeps its shape: its content (then, if that is not enough, its
+    reasoning) loses its tail and ends with a note of how far over the cap the record was.
+    """
+    record = message.to_record()
+    line = _dump(record)
+    if len(line) <= LINE_CAP:
+        return line
+    marker = f"\n[record truncated: {len(line) - LINE_CAP} bytes over the log line cap]"
+    for key in ("content", "reasoning"):
+        text = record.get(key)
+        if not text:
+            continue
+        # Every character cut saves at least one byte, and the marker costs at most two bytes
+        # per character (its newline is escaped), so this cut is always enough for this field.
+        excess = len(line) - LINE_CAP + 2 * len(marker)
+        record[key] = text[: max(0, len(text) - excess)] + marker
+        line = _dump(record)
+        if len(line) <= LINE_CAP:
+            return line
+    over = len(line) - LINE_CAP
+    raise SessionError(f"a {message.role} record is {over} bytes over the log line cap and has no text left to cut")
+
+
+def _dump(record: dict[str, Any]) -> bytes:
+    return json_bytes(record, separators=(",", ":")) + b"\n"
+
+
+def json_bytes(value: Any, **options: Any) -> bytes:
+    """`value` as UTF-8 JSON, whatever strings it holds.
+
+    Lone surrogates (undecodable bytes in a tool's output or a pasted title) cannot be UTF-8;
+    written as `\\udcxx` escapes the JSON is still valid and reads back to the same string.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, **options).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, **options).encode("ascii")
+
+
+# -- a torn tail ----------------------------------------------------------------------------------
+
+
+def cut_torn_tail(path: Path) -> str | None:
+    """Cut a torn end off the log before anything is appended to it; say what was cut.
+
+    A crash mid-write can leave half a record without its newline, or a line of NUL bytes.
+    Appending after it would glue the next record onto the stub and lose both, so the file is
+    cut back to the end of its last line that decodes. Returns the warning to show, or None.
+    """
+    with open(path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        end = _previous_newline(f, size) + 1  # drops bytes after the last newline
+        lines_cut = 1 if end < size else 0
+        while end > 0:
+            start = _previous_newline(f, end - 1) + 1
+            f.seek(start)
+            if _decode(f.read(end - start)) is not None:
+                break
+            end = start
+            lines_cut += 1
+        if end == size:
+            return None
+        f.truncate(end)
+        f.flush()
+        os.fsync(f.fileno())
+    what = "a torn last line" if lines_cut == 1 else f"{lines_cut} torn last lines"
+    return f"{LOG_NAME}: cut {what} ({size - end} bytes) back to the last complete record"
+
+
+def _previous_newline(f: BinaryIO, before: int) -> int:
+    """The offset of the last `\\n` before `before`, or -1."""
+    end = before
+    while end > 0:
+        start = max(0, end - _BACKWARD_CHUNK)
+        f.seek(start)
+        found = f.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found
+        end = start
+    return -1
+
+
+# -- repair ------------------------------------------------------------------------------------------
+
+
+def repair_tail(messages: Sequence[Message]) -> list[Message]:
+    """Error results for the tool calls at the end of `messages` that never got one.
+
+    A turn killed between the model asking for tools and their results being written leaves
+    calls no provider will accept without results. The caller appends these to the log.
+    """
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == TOOL:
+            answered.add(message.tool_call_id)
+            continue
+        if message.role != ASSISTANT:
+            return []
+        return [
+            Message(TOOL, INTERRUPTED_RESULT, tool_call_id=call.id, tool_call_name=call.name, is_error=True)
+            for call in message.tool_calls
+            if call.id not in answered
+        ]
+    return []
+
+
+# -- loading -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionView:
+    """What a resumed conversation is sent, and what the meter and compactor start from."""
+
+    messages: list[Message] = field(default_factory=list)
+    # The last compaction's summary, "" if the session was never compacted. The next summary
+    # request includes it, so each summary carries the earlier ones forward.
+    summary: str = ""
+    # The usage of the last assistant record (that has one) after the last compaction marker.
+    last_usage: Usage | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class LogIndex:
+    """Where the records the view depends on sit in the log, kept as records are read or written.
+
+    `offsets` are the line offsets of the conversation records numbered `base` onwards;
+    `systems` the offsets of the last system record before them and of every one after.
+    """
+
+    def __init__(self, base: int = 0, systems: list[int] | None = None):
+        self.base = base
+        self.offsets: list[int] = []
+        self.systems: list[int] = systems or []
+        self.compacted_through: int | None = None
+        self.compaction_offset = 0
+
+    @property
+    def conversation_count(self) -> int:
+        """Conversation records in the whole log: the next compaction's N is counted against it."""
+        return self.base + len(self.offsets)
+
+    def note(self, offset: int, role: str, compacted_through: int | None = None) -> None:
+        if role == SYSTEM:
+            self.systems.append(offset)
+        elif role in CONVERSATION_ROLES:
+            self.offsets.append(offset)
+        elif role == COMPACTION:
+            self.compacted_through = compacted_through or 0
+            self.compaction_offset = offset
+
+    def retained_start(self) -> int:
+        """The last marker's N, clamped to the conversation as it stands."""
+        return min(max(self.compacted_through or 0, 0), self.conversation_count)
+
+    def checkpoint(self, log_path: Path) -> dict[str, Any] | None:
+        """Move the checkpoint up to the last compaction and describe it for meta.json.
+
+        None when there is nothing to skip (never compacted, or everything is retained) or the
+        last marker reaches back before what this index remembers; the next load then scans the
+        whole log.
+        """
+        if self.compacted_through is None:
+            return None
+        retained = self.retained_start()
+        if retained < self.base:
+            return None
+        at = self.compaction_offset
+        if retained < self.conversation_count:
+            at = min(at, self.offsets[retained - self.base])
+        if at == 0:
+            return None
+        before = bisect_left(self.offsets, at)
+        self.base += before
+        del self.offsets[:before]
+        system_before = bisect_left(self.systems, at)
+        del self.systems[: max(0, system_before - 1)]
+        with open(log_path, "rb") as f:
+            system = None
+            if system_before:
+                system = {"offset": self.systems[0], "line_sha256": _line_hash(f, self.systems[0])}
+            return {"offset": at, "conversation": self.base, "line_sha256": _line_hash(f, at), "system": system}
+
+
+def load_log(path: Path, checkpoint: Any = None) -> tuple[SessionView, LogIndex]:
+    """Load the live view, from `checkpoint` (meta.json's `view_index`) when it holds up."""
+    try:
+        with open(path, "rb") as f:
+            start = _validated_start(f, checkpoint)
+            if start is not None:
+                loaded = _scan(f, *start)
+                if loaded is not None:
+                    return loaded
+            loaded = _scan(f, 0, LogIndex(), None)
+            assert loaded is not None, "a scan from byte 0 always has every retained record"
+            return loaded
+    except FileNotFoundError:
+        return SessionView(), LogIndex()
+
+
+def _validated_start(f: BinaryIO, checkpoint: Any) -> tuple[int, LogIndex, dict[str, Any] | None] | None:
+    try:
+        offset, base, digest = checkpoint["offset"], checkpoint["conversation"], checkpoint["line_sha256"]
+        system = checkpoint["system"]
+        system_offset, system_digest = (system["offset"], system["line_sha256"]) if system is not None else (None, None)
+    except (TypeError, KeyError):
+        return None
+    if not (type(offset) is int and type(base) is int and offset > 0 and base >= 0):
+        return None
+    if _line_hash(f, offset) != digest:
+        return None
+    if system_offset is None:
+        return offset, LogIndex(base), None
+    if not (type(system_offset) is int and 0 <= system_offset < offset):
+        return None
+    if _line_hash(f, system_offset) != system_digest:
+        return None
+    f.seek(system_offset)
+    record = _decode(f.readline(LINE_CAP))
+    if record is None or record["role"] != SYSTEM:
+        return None
+    return offset, LogIndex(base, [system_offset]), record
+
+
+def _scan(
+    f: BinaryIO, start: int, index: LogIndex, system: dict[str, Any] | None
+) -> tuple[SessionView, LogIndex] | None:
+    """Read records from `start` to the end. None if the view needs records before `start`."""
+    # conversation[i] is the line of conversation record number index.base + i. Lines, not
+    # decoded records: bytes are not tracked by the garbage collector, and a hundred thousand
+    # live dicts make each of its full passes slow. Only the retained ones are decoded again.
+    conversation: list[bytes] = []
+    compaction: dict[str, Any] | None = None
+    last_usage: Any = None
+    unreadable: list[int] = []
+    for offset, line in _lines(f, start):
+        record = _decode(line) if line is not None else None
+        if record is None:
+            if line is None or line.strip():
+                unreadable.append(offset)
+            continue
+        role = record["role"]
+        if role == SYSTEM:
+            system = record
+        elif role in CONVERSATION_ROLES:
+            conversation.append(line)
+            if role == ASSISTANT and isinstance(record.get("usage"), dict):
+                last_usage = record["usage"]
+        elif role == COMPACTION:
+            compaction = record
+            last_usage = None
+        else:
+            continue
+        index.note(offset, role, Message.from_record(record).compacted_through if role == COMPACTION else None)
+    if start > 0 and compaction is None:
+        return None
+    retained = index.retained_start()
+    if retained < index.base:
+        return None
+
+    view = SessionView(warnings=_unreadable_warnings(unreadable))
+    if system is not None and not system.get("system_cleared"):
+        view.messages.append(Message.from_record(system))
+    tail = [Message.from_record(json.loads(line)) for line in conversation[retained - index.base :]]
+    if compaction is not None:
+        view.summary = Message.from_record(compaction).content
+        preamble = summary_preamble(view.summary)
+        if tail:
+            tail[0] = dataclasses.replace(tail[0], content=preamble + tail[0].content)
+        else:
+            tail = [Message(USER, preamble)]
+    view.messages.extend(tail)
+    view.last_usage = Usage.from_record(last_usage) if last_usage is not None else None
+    return view, index
+
+
+def _lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
+    """(offset, line) from `offset` on; a line over `LINE_CAP` is skipped whole and given as None."""
+    f.seek(offset)
+    while line := f.readline(LINE_CAP):
+        start = offset
+        offset += len(line)
+        if len(line) == LINE_CAP and not line.endswith(b"\n"):
+            while (line := f.readline(LINE_CAP)) and not line.endswith(b"\n"):
+                offset += len(line)
+            offset += len(line)
+            yield start, None
+        else:
+            yield start, line
+
+
+def _decode(line: bytes) -> dict[str, Any] | None:
+    """A record, or None for anything that is not a JSON object with a string `role`."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("role"), str):
+        return None
+    return record
+
+
+def _line_hash(f: BinaryIO, offset: int) -> str:
+    f.seek(offset)
+    return hashlib.sha256(f.readline(LINE_CAP)).hexdigest()[:16]
+
+
+def _unreadable_warnings(offsets: list[int]) -> list[str]:
+    if not offsets:
+        return []
+    if len(offsets) == 1:
+        return [f"{LOG_NAME}: skipped an unreadable line at byte {offsets[0]}"]
+    return [f"{LOG_NAME}: skipped {len(offsets)} unreadable lines (the first at byte {offsets[0]})"]

@@ -1,0 +1,33 @@
+"""The `code` toolset: read, search and change the files of one project, jailed at its root.
+
+    glob, grep, list_dir, read_file    readers: run side by side, never ask
+    edit_file, write_file              writers: one at a time, ask unless auto_write
+
+The parts: `code_set` (the root's jail, the read-before-write ledger, the caps), `code_walk`
+(the .gitignore-aware walk and glob patterns), `code_read` and `code_write` (the tools). This
+module puts a set together.
+"""
+
+from __future__ import annotations
+
+import os
+
+from iota.tools.base import Tool
+from iota.tools.code_read import Glob, Grep, ListDir, ReadFile
+from iota.tools.code_set import CodeSet
+from iota.tools.code_write import EditFile, WriteFile
+
+# The config layer refuses `tools.code` with both options set, with this message.
+READ_ONLY_AUTO_WRITE = (
+    "read_only and auto_write contradict each other: auto_write approves writes the set does not offer"
+)
+
+
+def code_tools(root: os.PathLike[str] | str, *, read_only: bool = False, auto_write: bool = False) -> list[Tool]:
+    """The toolset's tools in the order the model is told about them; `read_only` leaves out the
+    writers. The tools of one call share one read ledger."""
+    code = CodeSet(root, auto_write=auto_write)
+    tools: list[Tool] = [Glob(code), Grep(code), ListDir(code), ReadFile(code)]
+    if not read_only:
+        tools += [EditFile(code), WriteFile(code)]
+    return tools

@@ -1,0 +1,327 @@
+"""The four readers of the `code` toolset: `glob`, `grep`, `list_dir` and `read_file`.
+
+They change nothing but the read ledger, so they may run side by side (`parallel = True`).
+Every answer fits the 64 KiB output cap and says, in a footer, when it was cut and how to see
+the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from iota.tools.base import ToolError, ToolResult
+from iota.tools.code_set import (
+    FOOTER_ROOM,
+    MAX_FILE_BYTES,
+    MAX_OUTPUT,
+    CodeTool,
+    byte_count,
+    clip_utf8,
+    int_arg,
+    join_within_cap,
+    looks_binary,
+    numbered,
+    read_prefix,
+    split_lines,
+    text_arg,
+)
+from iota.tools.code_walk import glob_regex, listing, walk_files
+
+GLOB_RESULTS = 200  # glob shows this many of its newest matches
+GLOB_CANDIDATES = 10_000  # and stops collecting matches past this many
+GREP_MATCHES = 100
+GREP_MAX_FILE_BYTES = 10 * 1024 * 1024
+GREP_LINE_BYTES = 500
+GREP_MAX_CONTEXT = 10
+DIR_ENTRIES = 500
+
+_SEARCH_BASE = {
+    "type": "string",
+    "description": "Directory to search, relative to the project root (default: the root).",
+}
+_FILE_PATH = {"type": "string", "description": "File path, relative to the project root."}
+
+
+def search_base(tool: CodeTool, args: dict[str, Any]) -> str:
+    """The directory a glob, grep or list_dir call works in: the root unless `path` names another."""
+    raw = text_arg(args, "path")
+    if not raw.strip():
+        return tool.code.root
+    path = tool.code.resolve(raw)
+    if not os.path.isdir(path):
+        raise ToolError(f"not a directory: {raw}")
+    return path
+
+
+class Reader(CodeTool):
+    parallel = True
+
+
+class Glob(Reader):
+    name = "glob"
+    description = (
+        "Find files by name pattern under the project root. Patterns match root-relative paths and support "
+        '* ? [abc] {a,b} and ** (a pattern without "/" matches at any depth, e.g. "*.py"). Results are '
+        "newest first. .git and paths ignored by the root .gitignore are left out."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": 'Glob pattern, e.g. "**/*.py" or "src/*.py".'},
+            "path": _SEARCH_BASE,
+        },
+        "required": ["pattern"],
+    }
+
+    def target(self, args: dict[str, Any]) -> str:
+        return text_arg(args, "pattern")
+
+    def call(self, args: dict[str, Any]) -> ToolResult:
+        raw = text_arg(args, "pattern").strip()
+        if not raw:
+            raise ToolError("missing required argument: pattern")
+        pattern = raw if "/" in raw else f"**/{raw}"
+        try:
+            regex = glob_regex(pattern)
+        except (ValueError, re.error):
+            raise ToolError(f"invalid glob pattern: {pattern}") from None
+        base = search_base(self, args)
+
+        hits: list[tuple[int, str]] = []
+        for entry, rel in walk_files(self.code.root, base):
+            if regex.match(rel):
+                try:
+                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    mtime = 0
+                hits.append((mtime, rel))
+                if len(hits) >= GLOB_CANDIDATES:
+                    break
+        if not hits:
+            return ToolResult(f"no files match {pattern}")
+        # A stable sort, so files of equal age keep the walk's name order.
+        hits.sort(key=lambda hit: hit[0], reverse=True)
+        text, shown = join_within_cap([rel for _, rel in hits[:GLOB_RESULTS]])
+        if shown < len(hits):
+            text += f"\n[showing the {shown} newest of {len(hits)} matches; narrow the pattern to see the rest]"
+        return ToolResult(text)
+
+
+class Grep(Reader):
+    name = "grep"
+    description = (
+        "Search file contents under the project root with a regular expression (Python re syntax), line by "
+        'line. Output lines are "path:line: text"; context lines use "-" instead of ":". Binary files, files '
+        "over 10 MB, .git and paths ignored by the root .gitignore are skipped. Stops after 100 matches."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression to search for (Python re syntax)."},
+            "path": _SEARCH_BASE,
+            "include": {
+                "type": "string",
+                "description": 'Only search files matching this glob, e.g. "*.py" (the file name) or "src/**" '
+                "(the root-relative path).",
+            },
+            "context": {"type": "integer", "description": "Lines of context around each match (0-10, default 0)."},
+        },
+        "required": ["pattern"],
+    }
+
+    def target(self, args: dict[str, Any]) -> str:
+        return text_arg(args, "pattern")
+
+    def call(self, args: dict[str, Any]) -> ToolResult:
+        # Not stripped: a leading space is part of the expression.
+        pattern = text_arg(args, "pattern")
+        if not pattern:
+            raise ToolError("missing required argument: pattern")
+        try:
+            regex = re.compile(pattern)
+        except re.error as error:
+            raise ToolError(f"invalid regular expression: {error}") from None
+        base = search_base(self, args)
+        include = text_arg(args, "include").strip()
+        try:
+            include_regex = glob_regex(include) if include else None
+        except (ValueError, re.error):
+            raise ToolError(f"invalid include pattern: {include}") from None
+        context = min(max(int_arg(args, "context"), 0), GREP_MAX_CONTEXT)
+
+        rows: list[str] = []
+        used = 0
+        matches = 0
+        stopped = False
+        for entry, rel in walk_files(self.code.root, base):
+            if include_regex and not include_regex.match(rel if "/" in include else entry.name):
+                continue
+            lines = _searchable_lines(entry)
+            if lines is None:
+                continue
+            hits = []
+            for index, line in enumerate(lines):
+                if regex.search(line):
+                    hits.append(index)
+                    if matches + len(hits) >= GREP_MATCHES:
+                        break
+            if not hits:
+                continue
+            matches += len(hits)
+            for row in _grep_rows(rel, lines, hits, context):
+                used += len(row.encode()) + 1
+                if used > MAX_OUTPUT - FOOTER_ROOM:
+                    stopped = True
+                    break
+                rows.append(row)
+            if stopped or matches >= GREP_MATCHES:
+                stopped = True
+                break
+
+        if not matches:
+            return ToolResult(f"no matches for {pattern}")
+        text = "\n".join(rows)
+        if stopped:
+            text += f"\n[stopped after {matches} matches; refine the pattern or use include to narrow the search]"
+        return ToolResult(text)
+
+
+def _searchable_lines(entry: os.DirEntry[str]) -> list[str] | None:
+    """A file's lines for grep, or None for one it skips: too big, binary or unreadable."""
+    try:
+        if entry.stat().st_size > GREP_MAX_FILE_BYTES:
+            return None
+        data, _ = read_prefix(entry.path, GREP_MAX_FILE_BYTES)
+    except OSError:
+        return None
+    if looks_binary(data):
+        return None
+    return split_lines(data.decode(errors="replace"))
+
+
+def _grep_rows(rel: str, lines: list[str], hits: list[int], context: int) -> list[str]:
+    """One file's match rows and context rows, in line order, each line shown once."""
+    shown: set[int] = set()
+    for hit in hits:
+        shown.update(range(max(hit - context, 0), min(hit + context + 1, len(lines))))
+    matched = set(hits)
+    rows = []
+    for index in sorted(shown):
+        line = lines[index]
+        if len(line.encode()) > GREP_LINE_BYTES:
+            line = clip_utf8(line, GREP_LINE_BYTES) + "…"
+        rows.append(f"{rel}:{index + 1}{':' if index in matched else '-'} {line}")
+    return rows
+
+
+class ListDir(Reader):
+    name = "list_dir"
+    description = (
+        'List one directory level under the project root: directories end with "/", files show their size. '
+        "Defaults to the root itself. .git and paths ignored by the root .gitignore are left out."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "Directory to list, relative to the project root (default: the root).",
+            },
+        },
+    }
+
+    def call(self, args: dict[str, Any]) -> ToolResult:
+        directory = search_base(self, args)
+        try:
+            entries = listing(self.code.root, directory)
+        except OSError as error:
+            raise ToolError(f"cannot list {self.code.shown(directory)}: {error.strerror}") from None
+        if not entries:
+            return ToolResult("[directory is empty]")
+        rows = [_entry_row(entry, is_dir) for entry, is_dir in entries[:DIR_ENTRIES]]
+        text, shown = join_within_cap(rows)
+        if shown < len(entries):
+            text += f"\n[showing {shown} of {len(entries)} entries]"
+        return ToolResult(text)
+
+
+def _entry_row(entry: os.DirEntry[str], is_dir: bool) -> str:
+    # The link's own size, and a link to a directory is not listed as one: links are not followed.
+    if is_dir:
+        return f"{entry.name}/"
+    try:
+        return f"{entry.name} ({byte_count(entry.stat(follow_symlinks=False).st_size)})"
+    except OSError:
+        return entry.name
+
+
+class ReadFile(Reader):
+    name = "read_file"
+    description = (
+        "Read a text file inside the project root. Lines come numbered; use offset (1-based first line) and "
+        "limit (line count) to read a window of a long file. Reading a file is required before editing it."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "path": _FILE_PATH,
+            "offset": {"type": "integer", "description": "1-based line number to start from (default 1)."},
+            "limit": {"type": "integer", "description": "Most lines to return (default: the rest of the file)."},
+        },
+        "required": ["path"],
+    }
+
+    def call(self, args: dict[str, Any]) -> ToolResult:
+        path = self.code.resolve(text_arg(args, "path"))
+        shown = self.code.shown(path)
+        try:
+            data, size = read_prefix(path, MAX_FILE_BYTES)
+        except OSError as error:
+            raise ToolError(f"cannot read {shown}: {error.strerror}") from None
+        if looks_binary(data):
+            raise ToolError(f"{shown} looks like a binary file ({byte_count(size)}); read_file only serves text")
+        # Stamped before the window is checked: an offset past the end still showed the model
+        # how long the file is, which is a read.
+        self.code.note_read(path)
+        if not data:
+            return ToolResult("[file is empty]")
+        text = _numbered_window(split_lines(data.decode(errors="replace")), args, shown)
+        if size > MAX_FILE_BYTES:
+            text += f"\n[file is {byte_count(size)}; only the first {MAX_FILE_BYTES >> 20} MB was read]"
+        return ToolResult(text)
+
+
+def _numbered_window(lines: list[str], args: dict[str, Any], shown: str) -> str:
+    total = len(lines)
+    start = max(int_arg(args, "offset"), 1)
+    if start > total:
+        raise ToolError(f"offset {start} is past the end of {shown} ({total} lines)")
+    limit = int_arg(args, "limit")
+    end = min(start - 1 + limit, total) if limit > 0 else total
+
+    rows: list[str] = []
+    used = 0
+    for n in range(start, end + 1):
+        row = numbered(n, lines[n - 1])
+        size = len(row.encode()) + 1
+        if size > MAX_OUTPUT:
+            # One line longer than the whole cap is cut to fit, ellipsis and newline included;
+            # refusing it would leave a window the model could never move past.
+            row = clip_utf8(row, MAX_OUTPUT - 4) + "…"
+            size = len(row.encode()) + 1
+        if used + size > MAX_OUTPUT:
+            break
+        rows.append(row)
+        used += size
+    last = start - 1 + len(rows)
+    text = "\n".join(rows)
+    if last < end:
+        text += (
+            f"\n[output truncated — showing lines {start}-{last} of {total}; "
+            f"call read_file with offset={last + 1} to continue]"
+        )
+    elif start > 1 or end < total:
+        text += f"\n[showing lines {start}-{end} of {total}]"
+    return text

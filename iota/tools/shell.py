@@ -1,0 +1,317 @@
+"""The `shell` toolset: one tool, `shell(command, cwd?, timeout?, background?)`, running a bash
+command line in the project root, inside the OS sandbox when there is one (see `sandbox.py`) and
+through the job table (see `jobs.py`), which owns every process.
+
+Who is asked: nobody with `auto_run`. Otherwise an unsandboxed set asks before every call, and a
+sandboxed set only before an iota self-call — a command line that is the running iota itself with
+arguments (`iota run coder -m "…"`). A self-call runs outside the sandbox, because what iota does
+(write its config in $HOME, reach a model's API from a child agent) is what the sandbox refuses;
+so the sandbox no longer stands in for the user's yes, and the call says `(outside the sandbox)`.
+Only one simple command qualifies: iota in a pipe, a chain, a substitution or behind `&` could be
+anything, and stays inside.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.jobs import (
+    LET_GO_SECONDS,
+    MAX_JOBS,
+    CommandSpec,
+    Ended,
+    JobInfo,
+    JobTable,
+    LetGo,
+    Outcome,
+    command_name,
+)
+from iota.tools.sandbox import Sandbox, find_bash
+
+OUTSIDE_SANDBOX = "(outside the sandbox)"
+
+SANDBOXED = (
+    "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache "
+    "directories (writes elsewhere fail with permission errors), and network access is {network}."
+)
+UNSANDBOXED = "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative."
+
+DESCRIPTION = (
+    "Run a bash command line on the user's machine and return its combined stdout/stderr. The full shell "
+    "is available: pipes, redirects, globbing, && chaining, heredocs. The working directory defaults to "
+    'the project root (override with "cwd"). Each call runs in a FRESH shell: environment variables, '
+    "shell functions, aliases and `cd` do not carry over to the next call. \"timeout\": kill the command "
+    "after N seconds; leave it out and the command runs until it exits (or iota exits). A call returns "
+    "when the command exits, or after {let_go} — a command still running then continues as a background "
+    "job, and a notice with its exit status and output comes to you when it ends; do not poll for it. "
+    'Set "background": true only for what should not be waited on at all (servers, watchers, a child '
+    "agent); such a call returns at once with the job id and its output file. Up to {max_jobs} background "
+    "jobs at a time; they are killed when iota exits (a job that must outlive iota has to detach itself "
+    "with setsid, since iota kills the whole process group). "
+)
+
+TIMEOUT_ERROR = "timeout must be a positive number of seconds"
+
+
+class ShellTool(Tool):
+    name = "shell"
+    # Calls side by side are the model's own choice (it wrote both command lines); a call that
+    # needs a yes takes the serial path anyway.
+    parallel = True
+
+    def __init__(
+        self,
+        *,
+        root: os.PathLike[str] | str,
+        jobs: JobTable,
+        sandbox: Sandbox | None,
+        auto_run: bool = False,
+        iota_executable: os.PathLike[str] | str | None = None,
+        let_go_after: float = LET_GO_SECONDS,
+    ):
+        """`sandbox` is the probe's Sandbox, or None (`sandbox: off`, or none available);
+        `iota_executable` is the running iota, which a sandboxed set lets out."""
+        self.root = Path(os.path.normpath(os.path.abspath(root)))
+        self.jobs = jobs
+        self.sandbox = sandbox
+        self.auto_run = auto_run
+        self.iota_executable = os.path.realpath(iota_executable) if iota_executable else None
+        self.let_go_after = let_go_after
+        self.bash = sandbox.bash if sandbox else find_bash()
+        suffix = SANDBOXED.format(network="allowed" if sandbox.network else "BLOCKED") if sandbox else UNSANDBOXED
+        self.description = DESCRIPTION.format(let_go=go_duration(let_go_after), max_jobs=MAX_JOBS) + suffix
+        self.parameters = {
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "Bash command line to execute, e.g. 'pytest -x 2>&1 | tail -20'.",
+                },
+                "cwd": {"type": "string", "description": "Working directory (defaults to the project root)."},
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "Kill the command after this many seconds. Leave it out and the command "
+                    "runs until it exits (or iota exits).",
+                },
+                "background": {
+                    "type": "boolean",
+                    "description": "Do not wait for the command at all: return at once with its job id and "
+                    f"output file (default false). A foreground call still running after "
+                    f"{go_duration(let_go_after)} becomes a background job by itself.",
+                },
+            },
+            "required": ["command"],
+        }
+
+    def approval(self, args: dict[str, Any]) -> str | None:
+        if self.auto_run:
+            return None
+        if self.sandbox is None or self._leaves_sandbox(args):
+            return f"{self.name} {self.target(args)}"
+        return None
+
+    def target(self, args: dict[str, Any]) -> str:
+        """`(background) cd sub && make test …`, marked `(outside the sandbox)` for a self-call."""
+        command = args.get("command")
+        summary = command_name(command if isinstance(command, str) else "")
+        cwd = args.get("cwd")
+        if isinstance(cwd, str) and cwd.strip():
+            summary = f"cd {cwd.strip()} && {summary}"
+        if args.get("background") is True:
+            summary = f"(background) {summary}"
+        if self._leaves_sandbox(args):
+            summary = f"{summary} {OUTSIDE_SANDBOX}"
+        return summary
+
+    async def run(self, args: dict[str, Any]) -> ToolResult:
+        command = _command_arg(args)
+        cwd = self._working_dir(args)
+        timeout = _timeout_arg(args)
+        if self.sandbox is not None and not self._leaves_sandbox(args):
+            argv = self.sandbox.argv(command)
+        else:
+            argv = [self.bash, "-c", command]
+        spec = CommandSpec(argv, cwd, command, timeout)
+        try:
+            if args.get("background") is True:
+                return _started_receipt(await self.jobs.start_background(spec))
+            end = await self.jobs.run(spec, let_go_after=self.let_go_after)
+        except OSError as error:
+            detail = f"{error.strerror}: {error.filename}" if error.filename else (error.strerror or str(error))
+            return ToolResult(f"failed to run: {detail}", is_error=True)
+        if isinstance(end, LetGo):
+            return self._let_go_receipt(end)
+        return _ended_result(end, timeout)
+
+    def _working_dir(self, args: dict[str, Any]) -> Path:
+        """The `cwd` argument: relative to the root, absolute as it is (no jail: the sandbox decides
+        what may be written, not where a command starts)."""
+        cwd = args.get("cwd") or ""
+        if not isinstance(cwd, str):
+            raise ToolError("cwd must be a string")
+        return Path(os.path.normpath(self.root / cwd.strip())) if cwd.strip() else self.root
+
+    def _leaves_sandbox(self, args: dict[str, Any]) -> bool:
+        """Whether this call of a sandboxed set is an iota self-call, and so runs outside it."""
+        command = args.get("command")
+        if self.sandbox is None or self.iota_executable is None or not isinstance(command, str):
+            return False
+        word = first_word(command)
+        if word is None:
+            return False
+        try:
+            cwd = self._working_dir(args)
+        except ToolError:
+            return False
+        program = os.path.join(cwd, word) if "/" in word else shutil.which(word)
+        return program is not None and os.path.isfile(program) and os.path.realpath(program) == self.iota_executable
+
+    def _let_go_receipt(self, let_go: LetGo) -> ToolResult:
+        job = let_go.job
+        output = let_go.output.rstrip("\n")
+        so_far = f" Output so far:\n{output}\n" if output.strip() else " No output so far.\n"
+        return ToolResult(
+            f"Still running after {go_duration(self.let_go_after)} as background job {job.id} (pid {job.pid})."
+            f"{so_far}A notice with its exit status and output arrives when it finishes; do not poll "
+            f"(`{_tail_command(job)}` only if you need progress)."
+        )
+
+
+def _started_receipt(job: JobInfo) -> ToolResult:
+    return ToolResult(
+        f"Started background job {job.id} (pid {job.pid}). Output: {job.log_path}\nA notice with its exit "
+        f"status and output arrives when it finishes; run `{_tail_command(job)}` to see progress meanwhile."
+    )
+
+
+def _tail_command(job: JobInfo) -> str:
+    return f"tail -n 50 {shlex.quote(str(job.log_path))}"
+
+
+def _ended_result(end: Ended, timeout: float | None) -> ToolResult:
+    """What the model reads of a command that ended while its call waited, checked in this order."""
+    if end.outcome is Outcome.TIMED_OUT:
+        result = ToolResult(f"{end.output}\n[command timed out after {go_duration(timeout or 0)}]", is_error=True)
+    elif end.outcome is Outcome.KILLED:
+        result = ToolResult(f"{end.output}\n[command cancelled]", is_error=True)
+    elif end.exit_code != 0:
+        result = ToolResult(f"{end.output}\n[exit code {end.exit_code}]", is_error=True)
+    elif not end.output.strip():
+        result = ToolResult("[command produced no output]")
+    else:
+        result = ToolResult(end.output)
+    if end.waited:
+        note = f"({MAX_JOBS} background jobs already running, so this one was waited for.)\n"
+        result = ToolResult(note + result.content, result.is_error)
+    return result
+
+
+def _command_arg(args: dict[str, Any]) -> str:
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ToolError("missing required argument: command")
+    return command.strip()
+
+
+def _timeout_arg(args: dict[str, Any]) -> float | None:
+    """Absent or null: no deadline. Otherwise any positive number of seconds (a numeric string too)."""
+    value = args.get("timeout")
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ToolError(TIMEOUT_ERROR)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ToolError(TIMEOUT_ERROR) from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ToolError(TIMEOUT_ERROR)
+    return seconds
+
+
+def first_word(command: str) -> str | None:
+    """The command's first word with its quoting removed, or None when the line is empty or is not
+    one simple command.
+
+    Read the way bash reads it: inside single quotes everything is literal; inside double quotes
+    `\\` escapes and `$(…)` or a backtick still substitutes; outside quotes `|`, `;`, a newline,
+    a backtick, `$(` and an `&` are structure. Redirections are not: `>&`, `&>` and `2>&1` change
+    where output goes, not what runs, and `>`/`<` end the word like a space."""
+    word: list[str] = []
+    in_word = word_done = False
+    quote: str | None = None
+    i = 0
+    while i < len(command):
+        char = command[i]
+        if quote == "'":
+            if char == "'":
+                quote = None
+            elif not word_done:
+                word.append(char)
+        elif quote == '"':
+            if char == '"':
+                quote = None
+            elif char == "`" or command.startswith("$(", i):
+                return None
+            elif char == "\\" and i + 1 < len(command):
+                i += 1
+                if not word_done:
+                    word.append(command[i])
+            elif not word_done:
+                word.append(char)
+        elif char in "'\"":
+            quote = char
+            in_word = True
+        elif char == "\\" and i + 1 < len(command):
+            i += 1
+            if not word_done:
+                word.append(command[i])
+            in_word = True
+        elif char in "|;\n`" or command.startswith("$(", i):
+            return None
+        elif char == "&":
+            if command[i - 1 : i] != ">" and command[i + 1 : i + 2] != ">":
+                return None
+            word_done = word_done or in_word
+        elif char in " \t<>":
+            word_done = word_done or in_word
+        else:
+            if not word_done:
+                word.append(char)
+            in_word = True
+        i += 1
+    if quote is not None or not word:
+        return None
+    return "".join(word)
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration prints it: `10m0s`, `1h0m5s`, `1.5s`, `500ms`, `0s`."""
+    nanos = round(seconds * 1_000_000_000)
+    if nanos == 0:
+        return "0s"
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_decimal(nanos, 3)}µs"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_decimal(nanos, 6)}ms"
+    hours, rest = divmod(nanos, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = f"{hours}h{minutes}m" if hours else f"{minutes}m" if minutes else ""
+    return f"{sign}{text}{_decimal(rest, 9)}s"
+
+
+def _decimal(value: int, places: int) -> str:
+    """`value / 10**places` with no trailing zeros: `_decimal(1500, 3)` is `1.5`."""
+    whole, fraction = divmod(value, 10**places)
+    digits = f"{fraction:0{places}d}".rstrip("0")
+    return f"{whole}.{digits}" if digits else str(whole)

@@ -1,0 +1,247 @@
+"""The bubblewrap sandbox, run for real: what it lets a command write, whether the network is
+there, and how the start-up probe reports a sandbox that cannot work."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import trio
+
+from iota.tools.sandbox import (
+    Sandbox,
+    SandboxUnavailable,
+    check_sandbox_mode,
+    probe_sandbox,
+    startup_warnings,
+    writable_paths,
+)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    return root
+
+
+@pytest.fixture
+def outside_dir():
+    """A writable directory outside every path the sandbox binds (the project, temp dirs and the
+    cache all live under /tmp or HOME here), so only the sandbox can stop a write into it."""
+    base = "/var/tmp"
+    binds = writable_paths("/nonexistent-root")
+    if not os.path.isdir(base) or any(os.path.realpath(base).startswith(path) for path in binds):
+        pytest.skip("no directory outside the sandbox's writable paths to test against")
+    path = Path(tempfile.mkdtemp(prefix="iota-outside-", dir=base))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def sandbox_for(root: Path, *, network: bool = False) -> Sandbox:
+    sandbox = await probe_sandbox(root, network=network)
+    assert isinstance(sandbox, Sandbox), f"bwrap must work on this machine: {sandbox}"
+    return sandbox
+
+
+async def run_in(sandbox: Sandbox, root: Path, script: str) -> tuple[int, str]:
+    result = await trio.run_process(
+        sandbox.argv(script), cwd=root, stdin=subprocess.DEVNULL, capture_stdout=True,
+        stderr=subprocess.STDOUT, check=False,
+    )
+    return result.returncode, result.stdout.decode()
+
+
+# --- the description ------------------------------------------------------------------------------
+
+
+def test_writable_paths_are_ordered_cleaned_and_deduplicated(tmp_path, fake_home, monkeypatch):
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "project"
+    paths = writable_paths(root, ["~/extra", "rel/../data", "", "/tmp", str(root) + "/"])
+    assert paths == (
+        str(root),
+        tempfile.gettempdir(),
+        *(["/tmp"] if tempfile.gettempdir() != "/tmp" else []),
+        str(fake_home / ".cache"),
+        str(fake_home / "extra"),
+        str(tmp_path / "data"),
+    )
+    assert (fake_home / ".cache").is_dir(), "the cache dir is created so it can be bound"
+
+
+def test_argv_binds_existing_directories_and_protects_git(project, tmp_path):
+    missing = str(tmp_path / "missing")
+    sandbox = Sandbox(
+        bwrap="/usr/bin/bwrap", bash="/bin/bash", writable=(str(project), missing, str(tmp_path)),
+        protected=(str(project / ".git" / "hooks"), str(project / ".git" / "config"),
+                   str(project / ".git" / "absent")),
+        network=False,
+    )
+    assert sandbox.argv("echo hi") == [
+        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
+        "--die-with-parent",
+        "--bind", str(project), str(project),
+        "--bind", str(tmp_path), str(tmp_path),
+        "--ro-bind", str(project / ".git" / "hooks"), str(project / ".git" / "hooks"),
+        "--ro-bind", str(project / ".git" / "config"), str(project / ".git" / "config"),
+        "--unshare-net",
+        "--", "/bin/bash", "-c", "echo hi",
+    ]
+    networked = Sandbox(bwrap="bwrap", bash="/bin/bash", writable=(), protected=(), network=True, unshare_user=True)
+    assert networked.argv("x") == [
+        "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--die-with-parent",
+        "--unshare-user", "--", "/bin/bash", "-c", "x",
+    ]
+
+
+def test_sandbox_mode_is_auto_or_off():
+    assert check_sandbox_mode("") == "auto"
+    assert check_sandbox_mode("auto") == "auto"
+    assert check_sandbox_mode("off") == "off"
+    assert check_sandbox_mode(None) == "auto"
+    assert check_sandbox_mode(False) == "off", "YAML 1.1 reads an unquoted off as false"
+    with pytest.raises(ValueError, match='^sandbox must be "auto" or "off", got "x"$'):
+        check_sandbox_mode("x")
+    with pytest.raises(ValueError, match='^sandbox must be "auto" or "off", got "true"$'):
+        check_sandbox_mode(True)
+
+
+def test_startup_warnings():
+    sandbox = Sandbox(bwrap="bwrap", bash="bash", writable=(), protected=(), network=False)
+    missing = SandboxUnavailable("bwrap not found")
+    assert startup_warnings(sandbox, auto_run=True) == []
+    assert startup_warnings(None, auto_run=False) == []
+    assert startup_warnings(missing, auto_run=False) == [
+        "sandbox unavailable: bwrap not found; shell commands will ask before running"
+    ]
+    assert startup_warnings(missing, auto_run=True) == [
+        "sandbox unavailable: bwrap not found",
+        "shell auto_run is on without a sandbox: commands run unconfined, without asking",
+    ]
+    assert startup_warnings(None, auto_run=True) == [
+        "shell auto_run is on without a sandbox: commands run unconfined, without asking"
+    ]
+
+
+# --- the probe ------------------------------------------------------------------------------------
+
+
+async def test_probe_finds_the_real_bwrap(project):
+    sandbox = await sandbox_for(project)
+    assert sandbox.writable[0] == str(project)
+    assert sandbox.network is False
+
+
+async def test_probe_without_bwrap_says_so(project, tmp_path):
+    assert await probe_sandbox(project, bwrap=str(tmp_path / "no-such-bwrap")) == SandboxUnavailable("bwrap not found")
+
+
+def fake_bwrap(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "bwrap"
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+async def test_probe_failure_gives_bwraps_reason(project, tmp_path):
+    bwrap = fake_bwrap(tmp_path, 'echo "bwrap: No permissions to create new namespace" >&2\nexit 1\n')
+    assert await probe_sandbox(project, bwrap=bwrap) == SandboxUnavailable(
+        "bwrap: No permissions to create new namespace"
+    )
+
+
+async def test_probe_retries_with_a_user_namespace(project, tmp_path):
+    # Like a container without CAP_SYS_ADMIN: plain namespaces are refused, a user namespace works.
+    bwrap = fake_bwrap(tmp_path, (
+        'for arg; do [ "$arg" = --unshare-user ] && exit 0; done\n'
+        'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2\nexit 1\n'
+    ))
+    sandbox = await probe_sandbox(project, bwrap=bwrap)
+    assert isinstance(sandbox, Sandbox) and sandbox.unshare_user
+    assert "--unshare-user" in sandbox.argv("true")
+
+
+async def test_probe_that_fails_even_with_a_user_namespace_is_unavailable(project, tmp_path):
+    bwrap = fake_bwrap(tmp_path, (
+        'for arg; do [ "$arg" = --unshare-user ] && { echo "bwrap: setting up uid map: Permission denied" >&2; exit 1; }; done\n'
+        'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2\nexit 1\n'
+    ))
+    assert await probe_sandbox(project, bwrap=bwrap) == SandboxUnavailable("bwrap: setting up uid map: Permission denied")
+
+
+# --- what a sandboxed command can do ---------------------------------------------------------------
+
+
+async def test_writes_are_confined_to_the_writable_paths(project, outside_dir):
+    sandbox = await sandbox_for(project)
+    code, output = await run_in(sandbox, project, f"echo no > {outside_dir}/escaped")
+    assert code != 0 and "Read-only file system" in output
+    assert not (outside_dir / "escaped").exists()
+
+    code, output = await run_in(sandbox, project, "echo yes > inside && mkdir -p sub && echo yes > sub/deeper")
+    assert (code, output) == (0, "")
+    assert (project / "inside").read_text() == "yes\n" and (project / "sub" / "deeper").exists()
+
+    scratch = f"/tmp/iota-sandbox-test-{os.getpid()}"
+    try:
+        code, output = await run_in(sandbox, project, f"echo yes > {scratch}")
+        assert (code, output) == (0, "")
+    finally:
+        os.unlink(scratch)
+
+
+async def test_git_hooks_and_config_stay_read_only(project):
+    sandbox = await sandbox_for(project)
+    code, output = await run_in(sandbox, project, "echo evil > .git/hooks/pre-commit")
+    assert code != 0 and "Read-only file system" in output
+    code, output = await run_in(sandbox, project, "echo '[core] hooksPath = /x' >> .git/config")
+    assert code != 0 and "Read-only file system" in output
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    # The rest of .git stays writable, or git could not commit.
+    code, _ = await run_in(sandbox, project, "echo ref > .git/HEAD")
+    assert code == 0
+
+
+async def connect_from_sandbox(sandbox: Sandbox, root: Path) -> tuple[int, str, bytes]:
+    """Runs a command that connects to a listener on 127.0.0.1 and sends `hello`; returns its exit
+    code and output, and what the listener received."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    received = bytearray()
+
+    async def accept_one():
+        stream = await listeners[0].accept()
+        async with stream:
+            async for chunk in stream:
+                received.extend(chunk)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(accept_one)
+        with trio.fail_after(10):
+            code, output = await run_in(sandbox, root, f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo hello >&3")
+        if code == 0:
+            with trio.fail_after(10):
+                while b"hello\n" not in received:
+                    await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    await listeners[0].aclose()
+    return code, output, bytes(received)
+
+
+async def test_network_is_blocked_by_default(project):
+    code, output, received = await connect_from_sandbox(await sandbox_for(project), project)
+    assert code != 0 and "Connection refused" in output
+    assert received == b""
+
+
+async def test_network_true_allows_connections(project):
+    code, output, received = await connect_from_sandbox(await sandbox_for(project, network=True), project)
+    assert (code, output, received) == (0, "", b"hello\n")

@@ -1,0 +1,132 @@
+"""The composer, where the person writes, and the slash-command suggestion row above it.
+
+Enter sends; Ctrl+J inserts a newline, and so do Alt+Enter, Shift+Enter and Ctrl+Enter where
+the terminal reports them as keys of their own (see `ui.app.ChatTerminal`). A bracketed paste
+keeps its newlines instead of sending at the first one. Up and Down on a one-line composer
+recall what was sent before. Tab completes a slash command from the suggestion row, cycling
+through the matches on each press.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import urwid
+
+NEWLINE_KEYS = frozenset({"ctrl j", "meta enter", "shift enter", "ctrl enter"})
+
+
+class SlashSuggestions(urwid.WidgetWrap):
+    """`/save  /session  /skills  /status   Save this session` for a composer reading `/s`.
+
+    It shows while the composer's text is one word starting with `/` that some command starts
+    with. Tab's cycle starts from the text as typed, so repeated presses walk the matches.
+    """
+
+    def __init__(self) -> None:
+        self._commands: list[tuple[str, str]] = []
+        self._matches: list[tuple[str, str]] = []
+        self._chosen: int | None = None
+        self._text = urwid.Text("", wrap=urwid.WrapMode.ELLIPSIS)
+        super().__init__(self._text)
+
+    @property
+    def showing(self) -> bool:
+        return bool(self._matches)
+
+    def set_commands(self, commands: tuple[tuple[str, str], ...]) -> None:
+        self._commands = [("/" + name.lstrip("/"), help_text) for name, help_text in commands]
+
+    def follow(self, text: str) -> None:
+        """The composer's text changed (not by completing): match it afresh."""
+        typed = text.startswith("/") and not any(char.isspace() for char in text)
+        self._matches = [command for command in self._commands if typed and command[0].startswith(text)]
+        self._chosen = None
+        self._redraw()
+
+    def next_completion(self) -> str | None:
+        if not self._matches:
+            return None
+        self._chosen = 0 if self._chosen is None else (self._chosen + 1) % len(self._matches)
+        self._redraw()
+        return self._matches[self._chosen][0]
+
+    def _redraw(self) -> None:
+        markup: list[str | tuple[str, str]] = []
+        for position, (name, _) in enumerate(self._matches):
+            if markup:
+                markup.append("  ")
+            markup.append(("suggestion_selected" if position == self._chosen else "suggestion", name))
+        if self._matches:
+            markup.append(("dim", f"   {self._matches[self._chosen or 0][1]}"))
+        self._text.set_text(markup)
+
+
+class Composer(urwid.Edit):
+    def __init__(self, on_submit: Callable[[str], None], suggestions: SlashSuggestions):
+        super().__init__(caption=("composer_mark", "❯ "), multiline=True)
+        self._on_submit = on_submit
+        self._suggestions = suggestions
+        self._pasting = False
+        self._completing = False
+        self._history: list[str] = []
+        self._recalled: int | None = None  # index into _history while Up/Down walk it
+        urwid.connect_signal(self, "postchange", self._text_changed)
+
+    def _text_changed(self, _widget: urwid.Edit, _old_text: str) -> None:
+        if not self._completing:
+            self._suggestions.follow(self.edit_text)
+
+    def _replace_text(self, text: str) -> None:
+        self.set_edit_text(text)
+        self.set_edit_pos(len(text))
+
+    def keypress(self, size: tuple[int], key: str) -> str | None:
+        if key in ("begin paste", "end paste"):
+            self._pasting = key == "begin paste"
+            return None
+        if key == "enter" and not self._pasting:
+            self._submit()
+            return None
+        if key == "enter" or key in NEWLINE_KEYS:
+            self.insert_text("\n")
+            return None
+        if key == "tab":
+            self._complete()
+            return None
+        if key in ("up", "down") and "\n" not in self.edit_text:
+            self._recall(-1 if key == "up" else 1)
+            return None
+        if key == "ctrl d":  # on an empty composer Ctrl+D leaves; that is the layout's to decide
+            key = "delete"
+        return super().keypress(size, key)
+
+    def _submit(self) -> None:
+        text = self.edit_text
+        if not text.strip():
+            return
+        self._history.append(text)
+        self._recalled = None
+        self._replace_text("")
+        self._on_submit(text)
+
+    def _complete(self) -> None:
+        completion = self._suggestions.next_completion()
+        if completion is None:
+            return
+        self._completing = True
+        try:
+            self._replace_text(completion)
+        finally:
+            self._completing = False
+
+    def _recall(self, step: int) -> None:
+        if not self._history or (self._recalled is None and step > 0):
+            return
+        position = len(self._history) - 1 if self._recalled is None else self._recalled + step
+        if position >= len(self._history):
+            self._recalled = None
+            self._replace_text("")
+            return
+        self._recalled = max(position, 0)
+        self._replace_text(self._history[self._recalled])
