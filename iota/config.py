@@ -23,10 +23,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from iota import paths
-from iota.config_audit import PROVIDER_TYPES, audit_document, fail
+from iota.config_audit import PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode, fail
 from iota.errors import ConfigError, MissingAPIKey
-from iota.tools.code import READ_ONLY_AUTO_WRITE
-from iota.tools.sandbox import check_sandbox_mode
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}

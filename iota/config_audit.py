@@ -42,6 +42,27 @@ RETIRED = {
     "models": "models: became model: plus choices:",
 }
 
+# The option pairs and values the toolsets refuse, checked when the config is decoded.
+READ_ONLY_AUTO_WRITE = (
+    "read_only and auto_write contradict each other: auto_write approves writes the set does not offer"
+)
+SANDBOX_MODES = ("auto", "off")
+
+
+def check_sandbox_mode(value: object) -> str:
+    """The mode a `sandbox:` value names; ValueError with the config message for anything else.
+
+    Empty means "auto". PyYAML reads an unquoted `off` as the boolean false, so false is "off"."""
+    if value is False:
+        return "off"
+    if value is None or value == "":
+        return "auto"
+    if value in SANDBOX_MODES:
+        return str(value)
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    raise ValueError(f'sandbox must be "auto" or "off", got "{shown}"')
+
+
 _LAYERS = (
     ("a provider", PROVIDER_KEYS),
     ("a model", MODEL_KEYS),

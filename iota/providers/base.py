@@ -23,6 +23,9 @@ CONNECT_SECONDS = 15.0
 # How many times a provider retries a failure that its SDK does not retry itself
 # (an error event inside a 200 stream, a dropped connection, a stream without its end).
 STREAM_RETRIES = 2
+# Tool-call arguments that are not a JSON object come back as {RAW_ARGUMENTS_KEY: "<the text>"},
+# so the tool runner can tell the model its arguments did not parse.
+RAW_ARGUMENTS_KEY = "_raw"
 
 
 @dataclass(frozen=True)

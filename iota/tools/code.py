@@ -17,12 +17,6 @@ from iota.tools.code_read import Glob, Grep, ListDir, ReadFile
 from iota.tools.code_set import CodeSet
 from iota.tools.code_write import EditFile, WriteFile
 
-# The config layer refuses `tools.code` with both options set, with this message.
-READ_ONLY_AUTO_WRITE = (
-    "read_only and auto_write contradict each other: auto_write approves writes the set does not offer"
-)
-
-
 def code_tools(root: os.PathLike[str] | str, *, read_only: bool = False, auto_write: bool = False) -> list[Tool]:
     """The toolset's tools in the order the model is told about them; `read_only` leaves out the
     writers. The tools of one call share one read ledger."""

@@ -33,9 +33,6 @@ import trio
 from iota import paths
 from iota.errors import IotaError
 
-# `tools.shell.sandbox`: "" reads as "auto".
-SANDBOX_MODES = ("auto", "off")
-
 # The bwrap arguments every command starts with: the root read-only, devices and a fresh /proc,
 # and the sandbox dies with iota.
 BWRAP_BASE = ("--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--die-with-parent")
@@ -45,23 +42,6 @@ NAMESPACE_REFUSED = "Creating new namespace failed: Operation not permitted"
 
 # A probe is one `true`; a bwrap that has not answered by then is not going to be usable.
 PROBE_SECONDS = 10.0
-
-
-def sandbox_mode_error(value: str) -> str:
-    return f'sandbox must be "auto" or "off", got "{value}"'
-
-
-def check_sandbox_mode(value: object) -> str:
-    """The mode a `sandbox:` value names; ValueError with the config message for anything else.
-
-    Empty means "auto". PyYAML reads an unquoted `off` as the boolean false, so false is "off"."""
-    if value is False:
-        return "off"
-    if value is None or value == "":
-        return "auto"
-    if value in SANDBOX_MODES:
-        return str(value)
-    raise ValueError(sandbox_mode_error(str(value).lower() if isinstance(value, bool) else str(value)))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ import trio
 
 from iota.tools import code_read, code_set, code_write
 from iota.tools.base import Toolbox, ToolResult
-from iota.tools.code import READ_ONLY_AUTO_WRITE, code_tools
+from iota.config_audit import READ_ONLY_AUTO_WRITE
+from iota.tools.code import code_tools
 from iota.tools.code_walk import GitIgnore, glob_regex
 
 MB = 1024 * 1024

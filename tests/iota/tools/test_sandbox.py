@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from iota.config_audit import check_sandbox_mode
 from iota.tools.sandbox import (
     Sandbox,
     SandboxUnavailable,
-    check_sandbox_mode,
     probe_sandbox,
     startup_warnings,
     writable_paths,

@@ -1,0 +1,81 @@
+"""The fake model server on its own, driven from plain threads with a blocking client, the way an
+end-to-end test's subprocess would reach it."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.support.fake_model import FakeModel, tool_call
+
+
+def sse_events(text: str) -> list[tuple[str | None, str]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines.get("event"), lines["data"]))
+    return events
+
+
+def test_the_anthropic_dialect_is_named_events_in_the_documented_order(fake_model):
+    fake_model.reply("Hi there", pieces=2, tool_calls=[tool_call("read", {"path": "a"}, id="toolu_x")], fragments=2,
+                     input_tokens=70, cache_read_tokens=20, cache_write_tokens=10, output_tokens=9)
+
+    response = httpx.post(fake_model.url + "/v1/messages", json={"model": "m", "messages": []})
+
+    events = sse_events(response.text)
+    assert [name for name, _ in events] == [
+        "message_start", "ping",
+        "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
+        "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
+        "message_delta", "message_stop",
+    ]
+    data = [json.loads(raw) for _, raw in events]
+    assert data[0]["message"]["usage"] == {"input_tokens": 70, "cache_creation_input_tokens": 10,
+                                           "cache_read_input_tokens": 20, "output_tokens": 1}
+    assert data[6]["content_block"] == {"type": "tool_use", "id": "toolu_x", "name": "read", "input": {}}
+    assert "".join(d["delta"]["partial_json"] for d in data[7:9]) == '{"path": "a"}'
+    assert data[10]["delta"]["stop_reason"] == "tool_use" and data[10]["usage"] == {"output_tokens": 9}
+
+
+def test_the_openai_dialect_is_data_chunks_then_usage_then_done(fake_model):
+    fake_model.reply("Hi", pieces=1, input_tokens=70, cache_read_tokens=20, output_tokens=9)
+
+    response = httpx.post(fake_model.openai_url + "/chat/completions", json={"model": "m", "messages": []})
+
+    lines = [line for line in response.text.split("\n") if line]
+    assert all(line.startswith("data: ") for line in lines) and lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line[len("data: "):]) for line in lines[:-1]]
+    assert [c["choices"][0]["delta"] for c in chunks[:2]] == [{"role": "assistant", "content": ""}, {"content": "Hi"}]
+    assert chunks[2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[3]["choices"] == [] and chunks[3]["usage"] == {
+        "prompt_tokens": 90, "completion_tokens": 9, "total_tokens": 99, "prompt_tokens_details": {"cached_tokens": 20}}
+
+
+def test_a_scripted_failure_has_the_dialects_error_shape_and_retry_header(fake_model):
+    fake_model.fail(429, retry_after_ms=250)
+
+    response = httpx.post(fake_model.url + "/v1/messages", json={})
+
+    assert response.status_code == 429 and response.headers["retry-after-ms"] == "250"
+    assert response.json() == {"type": "error", "error": {"type": "rate_limit_error", "message": "fake model: scripted HTTP 429"}}
+
+
+def test_an_unscripted_request_is_answered_500_and_fails_the_test():
+    with FakeModel() as model:
+        response = httpx.post(model.openai_url + "/chat/completions", json={"model": "m"})
+
+        assert response.status_code == 500 and response.headers["x-should-retry"] == "false"
+        assert model.requests[0].body == {"model": "m"}
+        with pytest.raises(AssertionError, match=r"nothing was scripted for: \['POST /v1/chat/completions'\]"):
+            model.assert_no_unexpected()
+
+
+def test_a_dropped_connection_is_an_incomplete_chunked_body(fake_model):
+    fake_model.reply("abcdef", pieces=3, drop_after=1)
+
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.post(fake_model.url + "/v1/messages", json={})
+    assert fake_model.requests[0].wait_done() and not fake_model.requests[0].disconnected

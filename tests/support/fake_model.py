@@ -1,0 +1,491 @@
+"""A fake model server: real HTTP/1.1 on 127.0.0.1, both wire dialects, scripted replies and faults.
+
+It runs in a background thread, so trio tests, plain threads and a real `iota` subprocess (pointed
+at `model.url`) can all talk to it, and its scripting API is plain thread-safe Python:
+
+    with FakeModel() as model:                       # or the `fake_model` pytest fixture
+        model.fail(529, retry_after_ms=10)           # first request: overloaded
+        model.reply("Let me look.", tool_calls=[tool_call("read", {"path": "a.txt"})],
+                    input_tokens=150_000)            # second: text, a tool call, a big context
+        model.reply("Done.", drop_after=1)           # third: one piece of text, then the line drops
+        provider = make_provider("fake", "anthropic", "key", model.url)          # or model.openai_url
+        ...
+        assert model.requests[1].body["messages"][-1]["role"] == "user"
+
+Each request takes the next scripted answer, whichever dialect asked: `POST /v1/messages` is
+answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
+A request with nothing scripted (or to another path) gets a 500 that says so, with
+`x-should-retry: false` so no client retries it, and `assert_no_unexpected()` (called by the
+fixture at teardown) fails the test.
+
+A streamed reply is a preamble (message_start + ping / the role chunk), then *pieces* — the text
+split into `pieces` parts, then each tool call's argument JSON split into `fragments` parts —
+then the end (message_delta + message_stop / finish_reason, the usage chunk and `[DONE]`).
+Faults are placed by counting pieces: `drop_after=0` drops the connection right after the
+preamble, `drop_after=1` after the first piece of text (see `reply` for the others: `error_after`,
+`stall_after`, `no_stop`, `drip`, `gate`). `fail`, `context_too_long` and `hang` script answers
+that are not streams. Stop reasons are written in Anthropic's words (end_turn, tool_use,
+max_tokens, refusal) and translated for OpenAI.
+
+Every request is recorded (path, headers, parsed JSON body), with whether the client went away
+before the server had finished (`disconnected`). The waiting helpers (`wait_for_request`,
+`RecordedRequest.wait_done`) block; from trio, call them through `trio.to_thread.run_sync`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+
+import pytest
+
+_OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+_POLL = 0.01  # how often a waiting stream checks for the client going away
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    name: str
+    arguments: dict[str, Any] | str  # a str is sent as it is, valid JSON or not
+    id: str | None = None
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str | None = None, *, id: str | None = None) -> ScriptedCall:
+    return ScriptedCall(name, {} if arguments is None else arguments, id)
+
+
+class Gate:
+    """Holds a streamed reply back: each `release()` lets one more piece out (the end of the
+    stream counts as one more), `open()` lets everything out. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._permits = 0
+
+    def release(self, n: int = 1) -> None:
+        with self._lock:
+            self._permits += n
+
+    def open(self) -> None:
+        self.release(1_000_000)
+
+    def allows(self, steps: int) -> bool:
+        with self._lock:
+            return self._permits >= steps
+
+
+@dataclass
+class _Stream:
+    text: str
+    tool_calls: list[ScriptedCall]
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    stop_reason: str | None
+    pieces: int
+    fragments: int
+    drip: float
+    gate: Gate | None
+    error_after: int | None
+    error_type: str
+    error_message: str
+    drop_after: int | None
+    stall_after: int | None
+    no_stop: bool
+
+
+@dataclass
+class _HttpFailure:
+    status: int
+    retry_after_ms: int | None
+    error_type: str | None
+    message: str | None
+    context_too_long: bool = False
+    style: str | None = None  # None: the dialect's own shape; "llama.cpp": llama.cpp's
+
+
+@dataclass
+class _Hang:
+    pass
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # the parsed JSON, or the text if it was not JSON
+    dialect: str | None  # "anthropic", "openai", or None for a path the server does not serve
+    disconnected: bool = False  # the client went away before the server had finished answering
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def wait_done(self, timeout: float = 5.0) -> bool:
+        """Block until the server has finished with this request (answered, or seen the client go)."""
+        return self._done.wait(timeout)
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class _ServerClosing(Exception):
+    pass
+
+
+class FakeModel:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._script: deque[_Stream | _HttpFailure | _Hang] = deque()
+        self._requests: list[RecordedRequest] = []
+        self.unexpected: list[RecordedRequest] = []
+        self._closing = threading.Event()
+        self._ids = itertools.count(1)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.model = self  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.openai_url = self.url + "/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="fake-model", daemon=True)
+        self._thread.start()
+
+    # --- scripting ------------------------------------------------------------------------
+
+    def reply(
+        self,
+        text: str = "",
+        *,
+        tool_calls: list[ScriptedCall] | tuple[ScriptedCall, ...] = (),
+        input_tokens: int = 10,
+        output_tokens: int = 5,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        stop_reason: str | None = None,
+        pieces: int = 3,
+        fragments: int = 4,
+        drip: float = 0.0,
+        gate: Gate | None = None,
+        error_after: int | None = None,
+        error_type: str = "overloaded_error",
+        error_message: str = "Overloaded",
+        drop_after: int | None = None,
+        stall_after: int | None = None,
+        no_stop: bool = False,
+    ) -> None:
+        """Queue a streamed answer. `stop_reason` defaults to tool_use when there are tool calls,
+        else end_turn. Faults: `drip` seconds before each piece; `gate` holds pieces until
+        released; after `error_after` pieces an error event ends the stream; after `drop_after`
+        pieces the connection drops (mid chunked body); after `stall_after` pieces the server
+        goes silent but keeps the connection open; `no_stop` leaves out the end (message_stop /
+        finish_reason, usage and [DONE]) and closes the stream cleanly."""
+        self._push(_Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                           stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
+                           drop_after, stall_after, no_stop))
+
+    def fail(self, status: int, *, retry_after_ms: int | None = 10, error_type: str | None = None,
+             message: str | None = None) -> None:
+        """Queue an HTTP error answer, in the asking dialect's error shape."""
+        self._push(_HttpFailure(status, retry_after_ms, error_type, message))
+
+    def context_too_long(self, *, style: str | None = None) -> None:
+        """Queue a 400 "context too long": Anthropic's `prompt is too long` on /v1/messages, and on
+        chat/completions OpenAI's `context_length_exceeded` or, with style="llama.cpp",
+        llama.cpp's `exceed_context_size_error`."""
+        self._push(_HttpFailure(400, None, None, None, context_too_long=True, style=style))
+
+    def hang(self) -> None:
+        """Queue an answer that never comes: the server reads the request and then says nothing,
+        not even the headers, until the client hangs up."""
+        self._push(_Hang())
+
+    def _push(self, scripted: _Stream | _HttpFailure | _Hang) -> None:
+        with self._lock:
+            self._script.append(scripted)
+
+    # --- inspecting -----------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted answers no request has taken yet."""
+        with self._lock:
+            return len(self._script)
+
+    def wait_for_request(self, n: int = 1, timeout: float = 5.0) -> RecordedRequest:
+        """Block until the server has received `n` requests; return the n-th."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self._requests) >= n:
+                    return self._requests[n - 1]
+            time.sleep(_POLL)
+        raise AssertionError(f"the fake model received {len(self.requests)} requests, not {n}, within {timeout}s")
+
+    def assert_no_unexpected(self) -> None:
+        with self._lock:
+            unexpected = [f"{r.method} {r.path}" for r in self.unexpected]
+        assert not unexpected, f"the fake model got requests nothing was scripted for: {unexpected}"
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> FakeModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- serving (runs on the server's handler threads) -----------------------------------
+
+    def _serve(self, handler: _Handler) -> None:
+        length = int(handler.headers.get("content-length") or 0)
+        raw = handler.rfile.read(length).decode() if length else ""
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw
+        path = handler.path
+        dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else None
+        record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect)
+        with self._lock:
+            self._requests.append(record)
+            scripted = self._script.popleft() if dialect and self._script else None
+            if scripted is None:
+                self.unexpected.append(record)
+        handler.close_connection = True
+        try:
+            if scripted is None:
+                error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
+                _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})
+            elif isinstance(scripted, _HttpFailure):
+                _send_json(handler, scripted.status, *_failure_body(scripted, dialect))
+            elif isinstance(scripted, _Hang):
+                _StreamWriter(handler, self._closing).wait(lambda: False)
+            else:
+                model = body.get("model", "fake") if isinstance(body, dict) else "fake"
+                frames = _anthropic_frames if dialect == "anthropic" else _openai_frames
+                _StreamWriter(handler, self._closing).run(scripted, frames(scripted, model, self._ids))
+        except (_ClientGone, OSError):  # OSError: the client went while a plain answer was written
+            record.disconnected = True
+        except _ServerClosing:
+            pass
+        finally:
+            record._done.set()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.server.model._serve(self)  # type: ignore[attr-defined]
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+
+def _send_json(handler: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str]) -> None:
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    for name, value in {"content-type": "application/json", "content-length": str(len(data)),
+                        "connection": "close", **headers}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def _failure_body(failure: _HttpFailure, dialect: str | None) -> tuple[Any, dict[str, str]]:
+    headers = {} if failure.retry_after_ms is None else {"retry-after-ms": str(failure.retry_after_ms)}
+    if failure.context_too_long:
+        if dialect == "anthropic":
+            error = {"type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}
+            return {"type": "error", "error": error}, headers
+        if failure.style == "llama.cpp":
+            return {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                              "type": "exceed_context_size_error", "n_prompt_tokens": 250000, "n_ctx": 131072}}, headers
+        return {"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages "
+                                     "resulted in 250000 tokens. Please reduce the length of the messages.",
+                          "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}, headers
+    error_type = failure.error_type or _ERROR_TYPES.get(failure.status, "api_error")
+    message = failure.message or f"fake model: scripted HTTP {failure.status}"
+    if dialect == "anthropic":
+        return {"type": "error", "error": {"type": error_type, "message": message}}, headers
+    return {"error": {"message": message, "type": error_type, "param": None, "code": None}}, headers
+
+
+# A stream is a list of steps: (is_piece, bytes). Pieces are the deltas that faults count.
+Step = tuple[bool, bytes]
+
+
+def _split(text: str, parts: int) -> list[str]:
+    if not text:
+        return []
+    size = -(-len(text) // max(1, parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _arguments_text(call: ScriptedCall) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+
+
+def _stop_reason(scripted: _Stream) -> str:
+    return scripted.stop_reason or ("tool_use" if scripted.tool_calls else "end_turn")
+
+
+def _anthropic_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tuple[list[Step], list[Step], bytes]:
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    usage = {"input_tokens": scripted.input_tokens, "cache_creation_input_tokens": scripted.cache_write_tokens,
+             "cache_read_input_tokens": scripted.cache_read_tokens, "output_tokens": 1}
+    message = {"id": f"msg_{next(ids):04d}", "type": "message", "role": "assistant", "model": model, "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": usage}
+    steps: list[Step] = [(False, event("message_start", {"type": "message_start", "message": message})),
+                         (False, event("ping", {"type": "ping"}))]
+    blocks: list[tuple[dict[str, Any], str, list[str]]] = []
+    if scripted.text:
+        blocks.append(({"type": "text", "text": ""}, "text_delta", _split(scripted.text, scripted.pieces)))
+    for call in scripted.tool_calls:
+        block = {"type": "tool_use", "id": call.id or f"toolu_{next(ids):04d}", "name": call.name, "input": {}}
+        blocks.append((block, "input_json_delta", _split(_arguments_text(call), scripted.fragments)))
+    for index, (block, delta_type, parts) in enumerate(blocks):
+        steps.append((False, event("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})))
+        for part in parts:
+            delta = {"type": delta_type, ("text" if delta_type == "text_delta" else "partial_json"): part}
+            steps.append((True, event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})))
+        steps.append((False, event("content_block_stop", {"type": "content_block_stop", "index": index})))
+    end: list[Step] = [] if scripted.no_stop else [
+        (False, event("message_delta", {"type": "message_delta",
+                                        "delta": {"stop_reason": _stop_reason(scripted), "stop_sequence": None},
+                                        "usage": {"output_tokens": scripted.output_tokens}})),
+        (False, event("message_stop", {"type": "message_stop"})),
+    ]
+    error = event("error", {"type": "error", "error": {"type": scripted.error_type, "message": scripted.error_message}})
+    return steps, end, error
+
+
+def _openai_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tuple[list[Step], list[Step], bytes]:
+    chunk_id = f"chatcmpl-{next(ids):04d}"
+
+    def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None, **extra: Any) -> bytes:
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+        data = {"id": chunk_id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices, **extra}
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    steps: list[Step] = [(False, chunk({"role": "assistant", "content": ""}))]
+    steps += [(True, chunk({"content": part})) for part in _split(scripted.text, scripted.pieces)]
+    for index, call in enumerate(scripted.tool_calls):
+        call_id, arguments = call.id or f"call_{next(ids):04d}", _arguments_text(call)
+        head = {"index": index, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        if scripted.fragments <= 1:  # the whole call in one chunk, as Ollama sends it
+            head["function"]["arguments"] = arguments
+            steps.append((True, chunk({"tool_calls": [head]})))
+            continue
+        steps.append((False, chunk({"tool_calls": [head]})))
+        for part in _split(arguments, scripted.fragments):
+            steps.append((True, chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})))
+    prompt = scripted.input_tokens + scripted.cache_read_tokens + scripted.cache_write_tokens
+    usage = {"prompt_tokens": prompt, "completion_tokens": scripted.output_tokens,
+             "total_tokens": prompt + scripted.output_tokens,
+             "prompt_tokens_details": {"cached_tokens": scripted.cache_read_tokens}}
+    stop = _stop_reason(scripted)
+    end: list[Step] = [] if scripted.no_stop else [
+        (False, chunk({}, _OPENAI_STOP.get(stop, stop))),
+        (False, chunk(None, usage=usage)),
+        (False, b"data: [DONE]\n\n"),
+    ]
+    error = f"data: {json.dumps({'error': {'message': scripted.error_message, 'type': scripted.error_type, 'code': None}})}\n\n"
+    return steps, end, error.encode()
+
+
+class _StreamWriter:
+    """Writes one streamed reply as a chunked body, one SSE frame per chunk, applying the faults."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler, closing: threading.Event):
+        self._handler = handler
+        self._socket: socket.socket = handler.connection
+        self._closing = closing
+
+    def run(self, scripted: _Stream, frames: tuple[list[Step], list[Step], bytes]) -> None:
+        steps, end, error = frames
+        handler = self._handler
+        handler.send_response(200)
+        for name, value in (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+                            ("transfer-encoding", "chunked"), ("connection", "close")):
+            handler.send_header(name, value)
+        handler.end_headers()
+        sent = 0
+        # The end of the stream is a checkpoint too, so a fault "after all the pieces" works.
+        for is_piece, data in [*steps, (True, b"")]:
+            if is_piece:
+                if sent == scripted.drop_after:
+                    self._socket.shutdown(socket.SHUT_RDWR)
+                    return
+                if sent == scripted.error_after:
+                    self._send_chunk(error)
+                    break
+                if sent == scripted.stall_after:
+                    self.wait(lambda: False)
+                if scripted.gate is not None:
+                    self.wait(lambda: scripted.gate.allows(sent + 1))
+                if scripted.drip:
+                    deadline = time.monotonic() + scripted.drip
+                    self.wait(lambda: time.monotonic() >= deadline)
+                sent += 1
+            if data:
+                self._send_chunk(data)
+        else:
+            for _, data in end:
+                self._send_chunk(data)
+        self._send(b"0\r\n\r\n")
+
+    def _send_chunk(self, data: bytes) -> None:
+        self._send(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self._socket.sendall(data)
+        except OSError as err:  # BrokenPipeError, ConnectionResetError
+            raise _ClientGone() from err
+
+    def wait(self, done: Callable[[], bool]) -> None:
+        """Wait until `done()`, watching the socket: a client that closes it ends the stream."""
+        while not done():
+            if self._closing.is_set():
+                raise _ServerClosing()
+            readable, _, _ = select.select([self._socket], [], [], _POLL)
+            if readable:
+                try:
+                    if not self._socket.recv(1, socket.MSG_PEEK):
+                        raise _ClientGone()
+                except OSError as err:
+                    raise _ClientGone() from err
+                time.sleep(_POLL)  # bytes we do not expect: do not spin on them
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    """A running fake model server that fails the test if it got a request nothing was scripted for."""
+    with FakeModel() as model:
+        yield model
+        model.assert_no_unexpected()
