@@ -14,6 +14,7 @@ valid (the partial reply marked interrupted, each unanswered tool call answered 
 from __future__ import annotations
 
 import enum
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Protocol
 
@@ -21,9 +22,10 @@ import trio
 
 from iota.messages import ASSISTANT, TOOL, Message, ToolCall
 from iota.providers.base import Provider, Request
+from iota.session_log import repair_tail
 from iota.tools.base import DECLINED, ToolResult, Toolbox, headless_refusal
 
-INTERRUPTED_RESULT = "interrupted: no result was recorded"
+CANCELLED_RESULT = "[command cancelled]"
 
 
 class Decision(enum.Enum):
@@ -84,18 +86,25 @@ class Turn:
     messages: list[Message] = field(default_factory=list)
     partial: str = ""   # text of the reply being streamed, not yet a record
     model_calls: int = 0
+    interrupted: bool = False
+    # The scopes Esc cancels: the stream being read, or the tool calls running. Cancelling the
+    # stream ends the turn as interrupted; cancelling a tool call gives the model a cancelled result.
+    innermost: set[trio.CancelScope] = field(default_factory=set)
+
+    def cancel_innermost(self) -> None:
+        for scope in self.innermost:
+            scope.cancel()
 
     def interrupt(self) -> None:
-        """Close the turn after a cancellation so the log it becomes stays valid."""
+        """Close the turn after a cancellation so the log it becomes stays valid: tool calls
+        left without a result are answered as interrupted, and the partial reply is kept,
+        marked interrupted. (A cancellation lands either in the stream or in the tool calls,
+        never both, so the order of the two does not matter.)"""
+        self.interrupted = True
+        self.messages.extend(repair_tail(self.messages))
         if self.partial:
             self.messages.append(Message(ASSISTANT, content=self.partial, interrupted=True))
             self.partial = ""
-        answered = {m.tool_call_id for m in self.messages if m.role == TOOL}
-        for message in list(self.messages):
-            for call in message.tool_calls:
-                if call.id not in answered:
-                    self.messages.append(Message(TOOL, content=INTERRUPTED_RESULT, tool_call_id=call.id,
-                                                 tool_call_name=call.name, is_error=True))
 
     @property
     def reply(self) -> str:
@@ -116,7 +125,11 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
             turn.partial += text
             observer.on_text(text)
 
-        reply = await provider.stream(_with_messages(request, history + turn.messages), on_text)
+        with _innermost(turn) as stream_scope:
+            reply = await provider.stream(_with_messages(request, history + turn.messages), on_text)
+        if stream_scope.cancelled_caught:  # Esc on the stream: the turn ends here, interrupted
+            turn.interrupt()
+            return
         turn.partial = ""
         turn.model_calls += 1
         turn.messages.append(Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage))
@@ -141,7 +154,7 @@ async def _run_calls(turn: Turn, calls: list[ToolCall], toolbox: Toolbox, approv
     for batch in _batches(calls, toolbox):
         async with trio.open_nursery() as nursery:
             for call in batch:
-                nursery.start_soon(_run_call, call, toolbox, approvals, observer, results)
+                nursery.start_soon(_run_call, turn, call, toolbox, approvals, observer, results)
         for call in batch:
             turn.messages.append(Message(TOOL, content=results[call.id].content, tool_call_id=call.id,
                                          tool_call_name=call.name, is_error=results[call.id].is_error))
@@ -162,12 +175,28 @@ def _is_reader(call: ToolCall, toolbox: Toolbox) -> bool:
     return tool is not None and tool.parallel and tool.approval(call.arguments) is None
 
 
-async def _run_call(call: ToolCall, toolbox: Toolbox, approvals: Approvals, observer: TurnObserver,
+async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: Approvals, observer: TurnObserver,
                     results: dict[str, ToolResult]) -> None:
     tool = toolbox.get(call.name)
     observer.on_tool_start(call, tool.target(call.arguments) if tool else "")
     label = tool.approval(call.arguments) if tool else None
     refusal = await approvals.check(call.name, label) if label else None
-    result = refusal or await toolbox.call(call.name, call.arguments)
+    result = refusal
+    if result is None:
+        with _innermost(turn) as scope:
+            result = await toolbox.call(call.name, call.arguments)
+        if scope.cancelled_caught:
+            result = ToolResult(CANCELLED_RESULT, is_error=True)
     results[call.id] = result
     observer.on_tool_end(call, result)
+
+
+@contextmanager
+def _innermost(turn: Turn):
+    """A cancel scope Esc can reach, for as long as the block runs."""
+    with trio.CancelScope() as scope:
+        turn.innermost.add(scope)
+        try:
+            yield scope
+        finally:
+            turn.innermost.discard(scope)

@@ -57,6 +57,12 @@ class ChatSetup:
                                            config_module.base_url(provider, self.cwd))
         return self._provider
 
+    def switch_model(self, name: str) -> None:
+        """`/model`: another model for the rest of this process; the agent's layered parameters
+        still apply. The config on disk is not changed."""
+        self.model = config_module.resolve_model(self.config, self.agent, name)
+        self._provider = None
+
     def system_prompt(self) -> str:
         toolsets = tuple(self.agent.tools.named) + (("memory",) if self.mode == "bot" else ())
         return compose(PromptContext(

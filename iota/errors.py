@@ -13,6 +13,7 @@
     │   ├── ContextTooLong         the request does not fit the model's window (compaction can fix it)
     │   ├── ResponseStalled        no byte arrived for the stall limit
     │   └── ProviderRejected       the provider answered with an error that retrying will not fix
+    ├── CompactionFailed           a compaction did not produce a summary (the conversation is unchanged)
     └── NotYetError                a command that a later part of iota will provide
 
 Tool failures are not in this tree: a tool that cannot do what it was asked returns an error
@@ -83,6 +84,10 @@ class ProviderRejected(ProviderError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class CompactionFailed(IotaError):
+    """The message is the one-line reason shown as `Compaction failed: <reason>`."""
 
 
 class NotYetError(IotaError):

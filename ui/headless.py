@@ -16,10 +16,9 @@ from pathlib import Path
 import trio
 
 from iota import config as config_module
-from iota import session as session_module
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
-from iota.errors import BotError
+from iota.errors import BotError, SessionError
 from iota.messages import SYSTEM, USER, Message
 
 EXIT_OK = 0
@@ -29,6 +28,8 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
     cwd = Path.cwd()
     bundle = None
     if args.command == "resume":
+        from iota import session as session_module  # a plain -m run saves nothing: no need
+
         bundle = session_module.Session.open(session_module.resolve_session(args.id))
         for warning in bundle.view.warnings:
             print(f"Warning: {warning}", file=sys.stderr)
@@ -49,7 +50,7 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
         if bundle is not None:
             try:
                 bundle.append([Message(USER, content=message), *turn.messages])
-            except session_module.SessionError as error:
+            except SessionError as error:
                 print(f"Warning: the turn was not saved: {error}", file=sys.stderr)
     finally:
         if bundle is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from iota.errors import BotError, IotaError, NotYetError
+from iota.errors import IotaError
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -38,9 +38,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise IotaError("--no-save cannot be combined with iota resume")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise IotaError("interactive mode requires a terminal; use -m/--message for piped input")
-    load_config(args, write_starter=True)
-    raise NotYetError("the interactive chat is not built yet; use -m/--message for one headless turn")
+    config = load_config(args, write_starter=True)
+    from ui.interactive import run_interactive
 
-
-def refuse_headless_bot(name: str) -> None:
-    raise BotError(f"bot agents are interactive-only for now; run iota run {name}")
+    return run_interactive(args, config)

@@ -36,7 +36,7 @@ _LOOK: dict[str, tuple[str, tuple[str, ...]]] = {
     "composer_mark": ("dark cyan", ("bold",)),
     "rule": ("default", ("faint",)),
     "status": ("default", ("faint",)),
-    "status_running": ("dark yellow", ()),
+    "status_running": ("brown", ()),
 }
 
 

@@ -4,7 +4,9 @@ Enter sends; Ctrl+J inserts a newline, and so do Alt+Enter, Shift+Enter and Ctrl
 the terminal reports them as keys of their own (see `ui.app.ChatTerminal`). A bracketed paste
 keeps its newlines instead of sending at the first one. Up and Down on a one-line composer
 recall what was sent before. Tab completes a slash command from the suggestion row, cycling
-through the matches on each press.
+through the matches on each press. The usual line-editing keys work: Ctrl+A / Ctrl+E to the
+start / end of the line, Ctrl+U / Ctrl+K delete to it, Ctrl+W deletes the word before the
+cursor, Ctrl+D the character under it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 import urwid
 
 NEWLINE_KEYS = frozenset({"ctrl j", "meta enter", "shift enter", "ctrl enter"})
+KEY_ALIASES = {"ctrl a": "home", "ctrl e": "end", "ctrl d": "delete"}
 
 
 class SlashSuggestions(urwid.WidgetWrap):
@@ -63,8 +66,11 @@ class SlashSuggestions(urwid.WidgetWrap):
 
 
 class Composer(urwid.Edit):
+    """The text being written. It has no caption: the `❯` beside it is the layout's, so that
+    every line of a long message starts in the same column."""
+
     def __init__(self, on_submit: Callable[[str], None], suggestions: SlashSuggestions):
-        super().__init__(caption=("composer_mark", "❯ "), multiline=True)
+        super().__init__(multiline=True)
         self._on_submit = on_submit
         self._suggestions = suggestions
         self._pasting = False
@@ -97,9 +103,26 @@ class Composer(urwid.Edit):
         if key in ("up", "down") and "\n" not in self.edit_text:
             self._recall(-1 if key == "up" else 1)
             return None
-        if key == "ctrl d":  # on an empty composer Ctrl+D leaves; that is the layout's to decide
-            key = "delete"
-        return super().keypress(size, key)
+        if key in ("ctrl u", "ctrl k", "ctrl w"):
+            self._delete(*self._span_to_delete(key))
+            return None
+        return super().keypress(size, KEY_ALIASES.get(key, key))
+
+    def _span_to_delete(self, key: str) -> tuple[int, int]:
+        text, cursor = self.edit_text, self.edit_pos
+        if key == "ctrl u":
+            return text.rfind("\n", 0, cursor) + 1, cursor
+        if key == "ctrl k":
+            line_end = text.find("\n", cursor)
+            return cursor, len(text) if line_end == -1 else line_end
+        start = len(text[:cursor].rstrip())
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        return start, cursor
+
+    def _delete(self, start: int, end: int) -> None:
+        self.set_edit_text(self.edit_text[:start] + self.edit_text[end:])
+        self.set_edit_pos(start)
 
     def _submit(self) -> None:
         text = self.edit_text

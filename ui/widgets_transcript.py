@@ -63,10 +63,12 @@ class ReplyBlock(urwid.WidgetWrap):
         self._redraw()
 
     def _redraw(self) -> None:
-        markup: list[str | tuple[str, str]] = [self.text] if self.text else []
-        if self._interrupted:
-            markup.append(("dim", f" {INTERRUPTED}" if self.text else INTERRUPTED))
-        self._text.set_text(markup)
+        if not self._interrupted:
+            self._text.set_text(self.text)
+        elif self.text.rstrip():
+            self._text.set_text([self.text.rstrip(), ("dim", f" {INTERRUPTED}")])
+        else:
+            self._text.set_text(("dim", INTERRUPTED))
 
 
 class ToolBlock(urwid.WidgetWrap):

@@ -83,7 +83,9 @@ class OpenAIProvider:
 
     async def _attempt(self, body: dict[str, Any], deliver: OnText) -> Reply:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
+            # Loading the CA bundle costs ~50 ms; a plain-HTTP endpoint (Ollama, llama.cpp, the
+            # tests' fake server) never uses it.
+            self._client = httpx.AsyncClient(timeout=self._timeout, verify=self._endpoint.startswith("https:"))
         for retries_taken in itertools.count():
             headers: httpx.Headers | None = None
             retry = True

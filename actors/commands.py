@@ -1,0 +1,176 @@
+"""Slash commands: each one a job on the lane, so it runs after what is queued before it and
+Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must not queue.
+
+    COMMANDS = {name: (one-line help, async body(lane, argument))}
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+import trio
+
+from actors.events import Choose, Panel
+from actors.lane import Lane
+from iota import __version__, paths
+from iota import config as config_module
+from iota.errors import IotaError
+from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
+from iota.session import Session
+
+
+async def show_status(lane: Lane, argument: str) -> None:
+    setup, conversation = lane.setup, lane.conversation
+    session = conversation.session
+    model = setup.model
+    rows = [
+        ("Model", f"{model.name} ({model.provider.name}:{model.id})"),
+        ("Context", f"{config_module.format_size(lane.context_used)} / "
+                    f"{config_module.format_size(model.context_window)}"),
+        ("Project", str(setup.project_root)),
+        ("Tools", ", ".join(tool.name for tool in lane.toolbox) or "(none)"),
+        ("Version", __version__),
+        ("Mode", setup.mode),
+        ("Session", session.id if session else "not saved · /save keeps it"),
+        ("Title", (session.meta.get("title") if session else None) or "(untitled)"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lane.emit(Panel("Status", "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)))
+
+
+async def show_tools(lane: Lane, argument: str) -> None:
+    lines = [f"{tool.name}  {tool.description.splitlines()[0] if tool.description else ''}".rstrip()
+             for tool in lane.toolbox]
+    lane.emit(Panel("Tools", "\n".join(lines) or "This agent has no tools."))
+
+
+async def show_skills(lane: Lane, argument: str) -> None:
+    skills = lane.setup.skills
+    lines = [f"{skill.name}  {skill.description}" for skill in skills]
+    lane.emit(Panel("Skills", "\n".join(lines) or "No skills found (.agents/skills, ~/.iota/skills, ~/.agents/skills)."))
+
+
+async def save(lane: Lane, title: str) -> None:
+    conversation = lane.conversation
+    if conversation.session is not None:
+        lane.notice(f"Session already saving ({conversation.session.id}).")
+        return
+    setup = lane.setup
+    bucket = paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
+    model = setup.model
+    fields = dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
+                  context_window=model.context_window, effort=model.effort, cwd=str(setup.project_root),
+                  agent=setup.agent.name, title=title or None)
+    try:
+        session = Session.new(bucket, **fields)
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(conversation.save_as, session)
+    except IotaError as error:
+        lane.notice(f"Save failed: {error}", warning=True)
+        return
+    lane.notice(f"Session saved: {session.id} — auto-saving from now on.")
+
+
+async def export(lane: Lane, argument: str) -> None:
+    """The whole log (every record, compaction markers skipped) as HTML, or Markdown for `.md`.
+    Never overwrites a file."""
+    session = lane.conversation.session
+    messages = _full_log(session) if session is not None and session.on_disk else lane.conversation.messages
+    name = argument or f"iota-{session.id if session else 'chat'}.html"
+    path = Path(os.path.expanduser(name))
+    if not path.is_absolute():
+        path = lane.setup.cwd / path
+    text = render_markdown(messages) if path.suffix.lower() == ".md" else render_html(messages)
+    try:
+        with open(path, "x", encoding="utf-8") as file:
+            file.write(text)
+    except FileExistsError:
+        lane.notice(f"{path} already exists; /export never overwrites — name another file", warning=True)
+        return
+    except OSError as error:
+        lane.notice(f"Export failed: {error.strerror or error}", warning=True)
+        return
+    lane.notice(f"Exported {len(messages)} messages to {path}")
+
+
+async def choose_model(lane: Lane, argument: str) -> None:
+    """Switch the model for the rest of this process (the config is not changed)."""
+    config = lane.setup.config
+    names = list(config.models)
+    if argument:
+        choice = argument
+    else:
+        send, receive = trio.open_memory_channel(1)
+        lane.emit(Choose(f"Model (now {lane.setup.model.name})", tuple(names), send))
+        index = await receive.receive()
+        if index is None:
+            return
+        choice = names[index]
+    try:
+        lane.setup.switch_model(choice)
+    except IotaError as error:
+        lane.notice(str(error), warning=True)
+        return
+    model = lane.setup.model
+    lane.notice(f"Model: {model.name} ({config_module.format_size(model.context_window)} window) — for this process")
+    lane.show_status()
+
+
+def _full_log(session: Session) -> list[Message]:
+    messages = []
+    with open(session.dir / "messages.jsonl", encoding="utf-8", errors="replace") as log:
+        for line in log:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("role") not in (COMPACTION, None):
+                messages.append(Message.from_record(record))
+    return messages
+
+
+_SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"}
+
+
+def _speaker(message: Message) -> str:
+    if message.notice:
+        return "Notice"
+    if message.role == TOOL:
+        return f"Tool {message.tool_call_name}"
+    return _SPEAKERS.get(message.role, message.role)
+
+
+def _body(message: Message) -> str:
+    calls = "".join(f"\n→ {call.name}({json.dumps(call.arguments, ensure_ascii=False)})"
+                    for call in message.tool_calls)
+    mark = " (interrupted)" if message.interrupted else ""
+    return f"{message.content}{mark}{calls}".strip()
+
+
+def render_markdown(messages: list[Message]) -> str:
+    parts = ["# iota conversation\n"]
+    for message in messages:
+        parts.append(f"## {_speaker(message)}\n\n{_body(message)}\n")
+    return "\n".join(parts)
+
+
+def render_html(messages: list[Message]) -> str:
+    rows = "\n".join(f'<section class="{html.escape(m.role)}"><h2>{html.escape(_speaker(m))}</h2>'
+                     f"<pre>{html.escape(_body(m))}</pre></section>" for m in messages)
+    return ("<!doctype html>\n<meta charset=\"utf-8\">\n<title>iota conversation</title>\n"
+            "<style>body{font-family:sans-serif;max-width:60em;margin:auto}pre{white-space:pre-wrap}"
+            ".user h2{color:#06c}.tool{color:#555}</style>\n" + rows + "\n")
+
+
+COMMANDS = {
+    "model": ("switch the model for this process", choose_model),
+    "status": ("show the model, context, session and tools", show_status),
+    "save": ("start saving this chat: /save [title]", save),
+    "export": ("write the conversation to a file: /export [file.html|file.md]", export),
+    "tools": ("list the tools the model can call", show_tools),
+    "skills": ("list the skills of this project", show_skills),
+    "quit": ("leave iota", None),
+}

@@ -1,0 +1,43 @@
+"""The input actor: what the person does at the composer, turned into lane jobs and exits.
+
+    Submit("/word …")  a known slash command → its job on the lane; an unknown /word is a message
+    Submit(text)       a user turn, queued behind whatever runs
+    Interrupt          Ctrl+C: cancel the running job; at an idle prompt, leave with 130
+    CancelInnermost    Esc: cancel the stream or the shell call only
+    Leave(code)        Ctrl+D: leave with `code`
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import trio
+
+from actors.events import CancelInnermost, Interrupt, Leave, Submit
+from actors.lane import Command, Lane, UserMessage
+
+EXIT_INTERRUPTED = 130
+
+
+async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, leave: Callable[[int], None], *,
+              task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """`commands` maps a slash command's name to (help, body), `async def body(lane, argument)`;
+    `/quit` is answered here, since leaving must not wait behind the queue."""
+    task_status.started()
+    async for item in inputs:
+        if isinstance(item, Submit):
+            name, _, argument = item.text.strip().partition(" ")
+            if name == "/quit":
+                leave(0)
+            elif name.startswith("/") and name[1:] in commands:
+                _, body = commands[name[1:]]
+                lane.submit(Command(name[1:], argument.strip(), body))
+            elif item.text.strip():
+                lane.submit(UserMessage(item.text))
+        elif isinstance(item, Interrupt):
+            if not lane.interrupt():
+                leave(EXIT_INTERRUPTED)
+        elif isinstance(item, CancelInnermost):
+            lane.cancel_innermost()
+        elif isinstance(item, Leave):
+            leave(item.code)

@@ -1,0 +1,254 @@
+"""The turn lane: the one serial lane every job of a chat runs on.
+
+A user turn, a slash command, a compaction (and for bots the memory flush) are jobs on this
+lane, run one at a time in arrival order, so nothing races: what the person types while a
+reply streams waits in the inbox, and the status row shows how many are queued. A job that must
+jump the queue (the compactor's "flush, then compact") is put at the head.
+
+Ctrl+C cancels the running job's CancelScope, whatever the job is. A cancelled turn keeps what
+it finished: its partial reply marked interrupted, its unanswered tool calls answered as
+interrupted, all saved as one batch. Esc reaches only the innermost scope (the stream or the
+running shell call). A turn that fails (the provider gave up) is not saved and leaves the
+conversation as it was.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+import trio
+from trio_util import RepeatedEvent
+
+from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded,
+                           UserEcho)
+from iota.agent import Approvals, Decision, Turn, run_turn
+from iota.chat import ChatSetup
+from iota.conversation import Conversation, notice
+from iota.errors import IotaError, SessionError
+from iota.messages import USER, Message, ToolCall
+from iota.tools.base import ToolResult, Toolbox
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    text: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """A slash command; `run` is the command's body, given the lane."""
+
+    name: str
+    argument: str
+    run: Callable[[Lane, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class JobNote:
+    """A background shell job finished: its notice enters the conversation."""
+
+    text: str
+
+
+Job = UserMessage | Command | JobNote
+
+
+class Inbox:
+    """The lane's queue: first in, first out, with a way to jump it."""
+
+    def __init__(self) -> None:
+        self._jobs: deque[Job] = deque()
+        self._arrived = RepeatedEvent()
+
+    def put(self, job: Job) -> None:
+        self._jobs.append(job)
+        self._arrived.set()
+
+    def put_first(self, job: Job) -> None:
+        self._jobs.appendleft(job)
+        self._arrived.set()
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    async def get(self) -> Job:
+        while not self._jobs:
+            await self._arrived.wait()
+        return self._jobs.popleft()
+
+
+# ---- the lane --------------------------------------------------------------------------------
+
+APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY)
+
+
+class Lane:
+    def __init__(self, setup: ChatSetup, conversation: Conversation, toolbox: Toolbox,
+                 events: trio.MemorySendChannel):
+        self.setup = setup
+        self.conversation = conversation
+        self.toolbox = toolbox
+        self.events = events
+        self.inbox = Inbox()
+        self.approvals = Approvals(self._ask_approval)
+        self._job_scope: trio.CancelScope | None = None
+        self._turn: Turn | None = None
+        self._idle = trio.Event()
+        self._idle.set()
+        self._running = ""
+        self._running_since: float | None = None
+        self._context_used = _last_context(conversation.messages)
+
+    # -- what the input actor calls --
+
+    @property
+    def busy(self) -> bool:
+        return not self._idle.is_set()
+
+    def submit(self, job: Job) -> None:
+        self.inbox.put(job)
+        self.show_status()
+
+    def interrupt(self) -> bool:
+        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave)."""
+        if self._job_scope is not None:
+            self._job_scope.cancel()
+        return self.busy
+
+    def cancel_innermost(self) -> None:
+        if self._turn is not None:
+            self._turn.cancel_innermost()
+
+    @property
+    def context_used(self) -> int:
+        return self._context_used
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    # -- the loop --
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        self.show_status()
+        while True:
+            job = await self.inbox.get()
+            self._idle = trio.Event()
+            try:
+                with trio.CancelScope() as self._job_scope:
+                    await self._run(job)
+            finally:
+                self._job_scope = None
+                self._set_running("")
+                self._idle.set()
+
+    async def _run(self, job: Job) -> None:
+        if isinstance(job, UserMessage):
+            await self._user_turn(job.text)
+        elif isinstance(job, Command):
+            await job.run(self, job.argument)
+        else:
+            await self.keep([notice(job.text)])
+
+    async def _user_turn(self, text: str) -> None:
+        self.emit(UserEcho(text))
+        self._set_running("Waiting for the model")
+        user = Message(USER, content=text)
+        turn = self._turn = Turn()
+        try:
+            request = self.setup.request(self.conversation.messages + [user], self.toolbox)
+            # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
+            with trio.CancelScope() as self._job_scope:
+                await run_turn(turn, self.setup.provider(), request, self.toolbox, self.approvals, _Observer(self))
+            if self._job_scope.cancelled_caught:
+                turn.interrupt()
+        except IotaError as error:
+            self.emit(ErrorLine(str(error)))
+            self.emit(TurnEnded(failed=True))
+            return
+        finally:
+            self._turn = None
+            self._job_scope = None
+        await self.keep([user, *turn.messages])
+        self.emit(TurnEnded(interrupted=turn.interrupted))
+
+    async def keep(self, records: list[Message]) -> None:
+        """Save records to the conversation, shielded: a write that must not be torn."""
+        with trio.CancelScope(shield=True):
+            try:
+                await trio.to_thread.run_sync(self.conversation.keep, records)
+            except SessionError as error:
+                self.conversation.messages.extend(records)
+                self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on, but this turn is not on disk"))
+        for record in records:
+            if record.usage is not None:
+                self._context_used = record.usage.context
+        self.show_status()
+
+    # -- the face --
+
+    def emit(self, event) -> None:
+        self.events.send_nowait(event)
+
+    def notice(self, text: str, *, warning: bool = False) -> None:
+        self.emit(Notice(text, warning=warning))
+
+    def _set_running(self, label: str) -> None:
+        if label != self._running:
+            self._running = label
+            self._running_since = trio.current_time() if label else None
+            self.show_status()
+
+    def show_status(self) -> None:
+        model = self.setup.model
+        self.emit(Status(model=model.name, context_used=self._context_used, context_window=model.context_window,
+                         running=self._running, running_since=self._running_since, queued=len(self.inbox)))
+
+    async def _ask_approval(self, tool_name: str, label: str) -> Decision:
+        send, receive = trio.open_memory_channel(1)
+        self.emit(Choose(f"{label} wants to modify files — allow?", tuple(d.value for d in APPROVAL_OPTIONS), send))
+        before = self._running
+        self._set_running("Waiting for your answer")
+        answer = await receive.receive()
+        self._set_running(before)
+        return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
+
+
+class _Observer:
+    """Turns the agent loop's progress into transcript events."""
+
+    def __init__(self, lane: Lane):
+        self.lane = lane
+
+    def on_text(self, text: str) -> None:
+        self.lane._set_running("Responding")
+        self.lane.emit(TextDelta(text))
+
+    def on_tool_start(self, call: ToolCall, target: str) -> None:
+        self.lane._set_running(f"{call.name} {target}".strip())
+        self.lane.emit(ToolStarted(call.id, call.name, target))
+
+    def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
+        self.lane._set_running("Waiting for the model")
+        self.lane.emit(ToolEnded(call.id, call.name, summarize(result), result.display, result.is_error))
+
+
+def summarize(result: ToolResult) -> str:
+    """A tool result in one short line for the transcript."""
+    lines = [line for line in result.content.splitlines() if line.strip()]
+    if not lines:
+        return "(no output)"
+    first = lines[0] if len(lines[0]) <= 100 else lines[0][:99] + "…"
+    return first if len(lines) == 1 else f"{first} (+{len(lines) - 1} lines)"
+
+
+def _last_context(messages: list[Message]) -> int:
+    for message in reversed(messages):
+        if message.usage is not None:
+            return message.usage.context
+    return 0
+

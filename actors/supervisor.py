@@ -1,0 +1,103 @@
+"""The supervisor: one nursery for the whole chat, its channels, and the way out.
+
+    face (urwid app) ◄── events ── lane, supervisor
+    face ── inputs ──► input actor ──► lane (serial jobs) ──► conversation / session
+    shell jobs ── notices ──► lane (as notices)
+    signals (SIGTERM, SIGHUP) ──► interrupt the turn, save it, leave with 130
+
+The face is started first, so the screen is up before anything slow runs (the Anthropic SDK
+import, the sandbox probe); the lane starts taking jobs once the tools are ready. Leaving —
+Ctrl+D, /quit, Ctrl+C at an idle prompt, a signal — lets a running turn be interrupted and saved
+(bounded), then cancels the nursery: every task ends, every background job is killed, and the
+face restores the terminal.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import trio
+
+from actors import input as input_actor
+from actors.events import Card, Notice
+from actors.lane import JobNote, Lane
+from iota.chat import ChatSetup
+from iota.conversation import Conversation
+
+# How long a leaving chat waits for an interrupted turn to be saved.
+SAVE_ON_EXIT_SECONDS = 5.0
+EXIT_INTERRUPTED = 130
+
+Face = Callable[[trio.MemoryReceiveChannel, trio.MemorySendChannel], Awaitable[None]]
+
+
+@dataclass
+class ChatParts:
+    setup: ChatSetup
+    conversation: Conversation
+    card: Card
+    commands: dict = field(default_factory=dict)
+    # Events to show right after the card: the slash commands, the echo of a resumed session.
+    opening: list = field(default_factory=list)
+    # Blocking work to run behind the first screen (the Anthropic SDK import).
+    background: list[Callable[[], object]] = field(default_factory=list)
+
+
+async def run_chat(parts: ChatParts, face: Face) -> int:
+    """Run the chat until the person leaves; return the exit status."""
+    exit_status = 0
+    leaving = trio.Event()
+
+    def leave(code: int) -> None:
+        nonlocal exit_status
+        if not leaving.is_set():
+            exit_status = code
+            leaving.set()
+
+    events_send, events_receive = trio.open_memory_channel(math.inf)
+    inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
+    notes_send, notes_receive = trio.open_memory_channel(math.inf)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(face, events_receive, inputs_send)
+        events_send.send_nowait(parts.card)
+        for event in parts.opening:
+            events_send.send_nowait(event)
+        for work in parts.background:
+            nursery.start_soon(trio.to_thread.run_sync, work)
+        async with parts.setup.open_tools(notes_send) as toolbox:
+            for warning in parts.setup.warnings:
+                if warning not in parts.card.warnings:
+                    events_send.send_nowait(Notice(warning, warning=True))
+            lane = Lane(parts.setup, parts.conversation, toolbox, events_send)
+            await nursery.start(lane.run)
+            await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave)
+            nursery.start_soon(_forward_job_notes, notes_receive, lane)
+            nursery.start_soon(_watch_signals, lane, leave, nursery.cancel_scope)
+            await leaving.wait()
+            if lane.busy:  # a signal or /quit while a turn runs: keep what it finished
+                lane.interrupt()
+                with trio.move_on_after(SAVE_ON_EXIT_SECONDS):
+                    await lane.wait_idle()
+        nursery.cancel_scope.cancel()
+    return exit_status
+
+
+async def _forward_job_notes(notes: trio.MemoryReceiveChannel, lane: Lane) -> None:
+    async for note in notes:
+        lane.notice(note.text.splitlines()[0] if note.text else "background job finished")
+        lane.submit(JobNote(note.text))
+
+
+async def _watch_signals(lane: Lane, leave: Callable[[int], None], everything: trio.CancelScope) -> None:
+    """SIGTERM and SIGHUP interrupt the turn, save what it finished and leave with 130; a second
+    SIGTERM does not wait."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        received = 0
+        async for _ in signals:
+            received += 1
+            leave(EXIT_INTERRUPTED)
+            if received > 1:
+                everything.cancel()

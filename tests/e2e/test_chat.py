@@ -1,0 +1,196 @@
+"""The interactive chat end to end: the real `iota` in a real terminal (tmux), against the fake
+model server."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from iota import paths
+from tests.e2e.conftest import IOTA
+from tests.support.fake_model import Gate, tool_call
+from tests.support.terminal import terminal  # noqa: F401  (the fixture)
+
+AGENT = "  coder:\n    mode: agent\n    model: m\n    tools:\n      code:\n      shell: {sandbox: auto}\n"
+
+
+@pytest.fixture
+def chat(iota, terminal):
+    """Start `iota run <args>` in a terminal; the card is up when it returns."""
+
+    def start(*args: str, cols: int = 110, rows: int = 32):
+        screen = terminal.start([IOTA, *args], cols=cols, rows=rows, env=iota.env(), cwd=iota.cwd)
+        screen.wait_for("ι> iota")
+        return screen
+
+    return start
+
+
+def saved_records(project=None):
+    """Every record of the one saved session."""
+    root = paths.project_sessions_dir(project) if project else paths.sessions_dir()
+    bundles = [p for p in root.iterdir() if (p / "meta.json").exists()]
+    assert len(bundles) == 1, bundles
+    lines = (bundles[0] / "messages.jsonl").read_text().splitlines()
+    return bundles[0], [json.loads(line) for line in lines]
+
+
+def test_send_a_message_and_see_the_reply(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("Hello from the fake model.")
+    screen = chat("run", "chat")
+    screen.wait_for(re.compile(r"chat · session [0-9a-z]{12}"))
+    screen.type("hi there")
+    screen.send_keys("Enter")
+    screen.wait_for("Hello from the fake model.")
+    assert "hi there" in screen.capture()
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    _, records = saved_records()
+    assert [(r["role"], r.get("content")) for r in records] == [
+        ("user", "hi there"), ("assistant", "Hello from the fake model.")]
+
+
+def test_ctrl_c_keeps_a_slow_reply_as_interrupted_and_the_chat_stays_open(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    gate = Gate()
+    iota.model.reply("first part of a long answer", pieces=3, gate=gate)
+    iota.model.reply("still here")
+    screen = chat("run", "chat")
+    screen.type("tell me a story")
+    screen.send_keys("Enter")
+    gate.release(1)
+    screen.wait_for("first")
+    screen.send_keys("C-c")
+    screen.wait_for("interrupted")
+    assert iota.model.requests[0].wait_done()
+    assert iota.model.requests[0].disconnected
+    screen.type("are you there?")
+    screen.send_keys("Enter")
+    screen.wait_for("still here")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    _, records = saved_records()
+    interrupted = records[1]
+    assert interrupted["role"] == "assistant" and interrupted["interrupted"] is True
+    assert interrupted["content"].startswith("first")
+    # the next request carried the partial reply
+    sent = iota.model.requests[1].body["messages"]
+    assert any(m["role"] == "assistant" and m["content"].startswith("first") for m in sent)
+
+
+def test_ctrl_c_cancels_a_long_shell_command(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    iota.write_config("  coder:\n    mode: agent\n    model: m\n    tools:\n      shell: {sandbox: auto}\n")
+    iota.model.reply(tool_calls=[tool_call("shell", {"command": "echo started; sleep 300"})])
+    screen = chat("run", "coder")
+    screen.type("run it")
+    screen.send_keys("Enter")
+    screen.wait_for("shell")
+    screen.wait_for(re.compile(r"shell echo started; sleep 300 · \d+s|Running|shell"))
+    screen.send_keys("C-c")
+    screen.wait_for("interrupted")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    _, records = saved_records(iota.cwd)
+    assert records[-1]["role"] == "tool" and records[-1]["is_error"] is True
+
+
+@pytest.mark.parametrize("choice, written", [("Enter", True), ("Escape", False)])
+def test_approve_or_deny_a_write(iota, chat, choice, written):
+    iota.write_config("  coder:\n    mode: agent\n    model: m\n    tools:\n      code:\n")
+    iota.model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"})])
+    iota.model.reply("Finished.")
+    screen = chat("run", "coder")
+    screen.type("write notes")
+    screen.send_keys("Enter")
+    screen.wait_for("write_file notes.md wants to modify files — allow?")
+    screen.send_keys(choice)
+    screen.wait_for("Finished.")
+    assert (iota.cwd / "notes.md").exists() is written
+    tool_result = [m for m in iota.model.requests[1].body["messages"] if m["role"] == "tool"][0]
+    if not written:
+        assert tool_result["content"] == "The user declined this call."
+
+
+def test_a_message_sent_while_a_reply_streams_is_queued(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    gate = Gate()
+    iota.model.reply("one two three", pieces=3, gate=gate)
+    iota.model.reply("the second answer")
+    screen = chat("run", "chat")
+    screen.type("first question")
+    screen.send_keys("Enter")
+    gate.release(1)
+    screen.wait_for("one")
+    screen.type("second question")
+    screen.send_keys("Enter")
+    screen.wait_for("1 queued")
+    gate.open()
+    screen.wait_for("the second answer")
+    sent = iota.model.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["first question", "second question"]
+
+
+def test_ctrl_c_at_an_idle_prompt_leaves_with_130(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    screen = chat("run", "chat")
+    screen.send_keys("C-c")
+    assert screen.wait_for_exit() == 130
+
+
+def test_quit_command_leaves_with_0(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    screen = chat("run", "chat", "--no-save")
+    screen.wait_for("not saved · /save keeps it")
+    screen.type("/quit")
+    screen.send_keys("Enter")
+    assert screen.wait_for_exit() == 0
+    assert not paths.sessions_dir().exists()
+
+
+def test_resume_shows_the_history_and_continues_the_session(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("Nice to meet you, Ana.")
+    screen = chat("run", "chat")
+    screen.type("my name is Ana")
+    screen.send_keys("Enter")
+    screen.wait_for("Nice to meet you, Ana.")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    bundle, _ = saved_records()
+
+    iota.model.reply("You are Ana.")
+    screen = chat("resume", bundle.name[:6])
+    screen.wait_for(f"resumed {bundle.name}")
+    screen.wait_for(f"Resumed session {bundle.name} (2 messages)")
+    assert "my name is Ana" in screen.capture() and "Nice to meet you, Ana." in screen.capture()
+    screen.type("who am I?")
+    screen.send_keys("Enter")
+    screen.wait_for("You are Ana.")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    sent = iota.model.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"] == [
+        "my name is Ana", "Nice to meet you, Ana.", "who am I?"]
+    _, records = saved_records()
+    assert len(records) == 4
+
+
+def test_a_second_process_on_the_same_session_is_refused(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("ok")
+    screen = chat("run", "chat")
+    screen.type("hello")
+    screen.send_keys("Enter")
+    screen.wait_for("ok")
+    bundle, _ = saved_records()
+    result = iota("resume", bundle.name)
+    # without a terminal the refusal comes first; the lock is what a second terminal would hit
+    second = iota("resume", bundle.name, "-m", "again")
+    assert second.returncode == 1
+    pid = (bundle / ".lock").read_text()
+    assert second.stderr == f"Error: session {bundle.name} is open in another iota process (pid {pid})\n"
+    assert result.returncode == 1

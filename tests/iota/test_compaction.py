@@ -1,0 +1,490 @@
+"""Compaction: thresholds, the meter, what is summarised, the summary request, and a compaction run
+against the fake model server and a real session log."""
+
+from __future__ import annotations
+
+import pytest
+
+from iota import compaction
+from iota.compaction import (
+    FLUSH_NOTICE,
+    Compacted,
+    CompactionFailed,
+    Meter,
+    bot_reserve,
+    bot_threshold,
+    compact,
+    estimate_messages,
+    flush_notice,
+    is_flush_notice,
+    normal_threshold,
+    recent_identifiers,
+    snoozed,
+    split_for_compaction,
+    summarize,
+    summary_request,
+)
+from iota.compaction_meter import go_value
+from iota.messages import Message, ToolCall, Usage
+from iota.providers import make_provider
+from iota.session import Session
+from tests.support.fake_model import fake_model  # noqa: F401  (the fixture)
+
+PREAMBLE = "[Earlier conversation summary]\n{}\n\n———\n\n"
+
+
+def system(text: str = "You are iota.") -> Message:
+    return Message("system", text)
+
+
+def user(text: str, **fields) -> Message:
+    return Message("user", text, **fields)
+
+
+def assistant(text: str = "", calls: list[ToolCall] | None = None, usage: Usage | None = None) -> Message:
+    return Message("assistant", text, tool_calls=calls or [], usage=usage)
+
+
+def tool(name: str, text: str, call_id: str = "c1") -> Message:
+    return Message("tool", text, tool_call_id=call_id, tool_call_name=name)
+
+
+@pytest.fixture
+async def provider(fake_model):
+    provider = make_provider("fake", "openai", "test-key", fake_model.openai_url, connect_seconds=2.0)
+    yield provider
+    await provider.aclose()
+
+
+def sent_text(request) -> str:
+    """The one user message a summary request carries (and that it carries nothing else)."""
+    (message,) = request.body["messages"]
+    assert message["role"] == "user" and "tools" not in request.body
+    return message["content"]
+
+
+# -- thresholds ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("window, threshold", [
+    (1_000_000, 750_000), (200_000, 150_000), (128_000, 96_000), (64_000, 32_000), (32_000, 16_000), (20_000, 10_000),
+])
+def test_the_bot_threshold_keeps_a_quarter_or_32k_free_but_never_more_than_half(window, threshold):
+    assert bot_threshold(window) == threshold
+    assert bot_reserve(window) == window - threshold
+
+
+@pytest.mark.parametrize("window, threshold", [
+    (1_000_000, 984_000), (200_000, 184_000), (128_000, 112_000), (64_000, 51_200), (20_000, 16_000),
+])
+def test_the_agent_threshold_is_80_percent_or_16k_short_of_the_window_whichever_is_later(window, threshold):
+    assert normal_threshold(window) == threshold
+
+
+def test_a_snooze_raises_the_threshold_to_5_percent_of_the_window_above_where_it_was_snoozed():
+    assert compaction.MIN_BOT_WINDOW == 32_000
+    assert snoozed(96_000, 128_000, None) == 96_000
+    assert snoozed(96_000, 128_000, 100_000) == 106_400
+    assert snoozed(96_000, 128_000, 10_000) == 96_000  # never below the threshold itself
+
+
+# -- the local count and the meter ---------------------------------------------------------------------
+
+
+def test_the_local_count_is_a_quarter_of_the_bytes_of_each_piece_plus_4_per_message():
+    assert estimate_messages([user("a" * 40)]) == 10 + 4
+    assert estimate_messages([user("你好世界")]) == 12 // 4 + 4  # bytes, not characters
+    reasoning = Message("assistant", "x" * 8, reasoning="y" * 12)
+    assert estimate_messages([reasoning]) == 2 + 3 + 4
+    call = assistant(calls=[ToolCall("c1", "read_file", {"path": "src/app/main.py", "limit": 1000})])
+    # name 9 bytes → 2; "path" → 1, "src/app/main.py" → 3; "limit" → 1, "1000" → 1
+    assert estimate_messages([call]) == 4 + 2 + 1 + 3 + 1 + 1
+    assert estimate_messages([]) == 0
+
+
+def test_argument_values_are_printed_as_go_prints_them():
+    assert [go_value(v) for v in ("plain", 3, 3.5, True, None, [1, 2], {"k": "v"})] == [
+        "plain", "3", "3.5", "true", "<nil>", "[1,2]", '{"k":"v"}']
+
+
+def test_the_meter_is_the_last_usage_plus_an_estimate_of_what_was_added_since():
+    meter = Meter(128_000)
+    assert meter.estimated and meter.status() == "≈0 / 128k (0%)"
+    meter.settle(Usage(input=90_000, output=6_000))
+    assert meter.used == 96_000 and not meter.estimated
+    assert meter.status() == "96k / 128k (75%)"
+    meter.add([user("a" * 4000)])
+    assert meter.used == 96_000 + 1004 and meter.estimated
+    assert meter.status() == "≈97k / 128k (75%)"
+    meter.settle(Usage(input=97_500, output=500, total=98_200))
+    assert meter.used == 98_200 and not meter.estimated  # the provider's total wins, the estimate is gone
+
+
+def test_a_response_without_usage_folds_the_estimate_into_a_local_figure():
+    meter = Meter(128_000)
+    meter.settle(Usage(input=1000))
+    meter.add([user("a" * 400)])
+    meter.settle(None)
+    assert meter.used == 1104 and meter.pending == 0 and meter.estimated
+    meter.settle(Usage())
+    assert meter.used == 1104 and meter.estimated
+
+
+def test_reaches_counts_the_message_about_to_be_sent():
+    meter = Meter(128_000)
+    meter.settle(Usage(input=95_990))
+    assert not meter.reaches(96_000)
+    assert meter.reaches(96_000, adding=[user("a" * 40)])
+    assert meter.used == 95_990  # asking added nothing
+
+
+def test_a_resumed_meter_starts_from_the_last_usage_plus_what_came_after_it():
+    view = [system(), user("hi"), assistant("hello", usage=Usage(5_000, 100)), user("a" * 400), Message(
+        "tool", "b" * 40, tool_call_id="c1")]
+    meter = Meter(128_000)
+    meter.seed(view, Usage(5_000, 100))
+    assert meter.settled == 5_100 and meter.pending == (100 + 4) + (10 + 4) and meter.estimated
+    meter.seed(view[:3], Usage(5_000, 100))
+    assert meter.used == 5_100 and not meter.estimated
+
+
+def test_a_resumed_meter_without_a_usage_counts_everything_plus_the_overhead():
+    view = [system("s" * 400), user("a" * 40)]
+    meter = Meter(64_000)
+    meter.seed(view, None, overhead=2_000)
+    assert meter.used == (100 + 4) + (10 + 4) + 2_000 and meter.estimated
+    meter.settle(Usage(input=10))
+    meter.reseed([user("a" * 40)], overhead=6)
+    assert meter.used == 20 and meter.estimated
+
+
+# -- what is summarised ------------------------------------------------------------------------------
+
+
+def test_the_kept_tail_starts_at_the_last_message_the_user_sent():
+    call = ToolCall("c1", "read", {"path": "a.txt"})
+    view = [system(), user("one"), assistant("r1"), user("two"), assistant(calls=[call]), tool("read", "hi"),
+            user("[background job 1 finished]", notice=True), assistant("done")]
+    split = split_for_compaction(view)
+    assert split.head == [view[0]]
+    assert split.middle == view[1:3]
+    assert split.tail == view[3:]  # the tool call, its result and the notice ride with the last turn
+    assert split.previous_summary == ""
+
+
+def test_a_notice_never_starts_the_kept_turn():
+    view = [user("one"), assistant("r1"), user("two"), assistant("r2"), user(FLUSH_NOTICE, notice=True)]
+    split = split_for_compaction(view)
+    assert split.head == [] and split.middle == view[:2] and split.tail == view[2:]
+
+
+@pytest.mark.parametrize("view", [
+    [],
+    [system()],
+    [system(), user("only"), assistant("reply")],
+    [user("only"), assistant(calls=[ToolCall("c1", "ls", {})]), tool("ls", "x")],
+    [system(), user("resumed", notice=True), assistant("ok")],  # no message of the user's at all
+], ids=["empty", "system only", "one turn", "one turn of tools", "notices only"])
+def test_nothing_older_than_the_last_turn_is_nothing_to_compact(view):
+    assert split_for_compaction(view) is None
+
+
+def test_the_previous_summary_is_lifted_off_the_first_summarised_message():
+    view = [system(), user(PREAMBLE.format("we set up the repo") + "now add tests"), assistant("added"),
+            user("next")]
+    split = split_for_compaction(view)
+    assert split.previous_summary == "we set up the repo"
+    assert split.middle == [user("now add tests"), assistant("added")]
+    assert view[1].content.startswith("[Earlier")  # the caller's view is not changed
+
+
+def test_a_message_left_empty_by_lifting_the_summary_is_dropped():
+    view = [user(PREAMBLE.format("the story so far")), assistant("ok"), user("next")]
+    split = split_for_compaction(view)
+    assert split.previous_summary == "the story so far"
+    assert split.middle == [assistant("ok")]
+
+
+def test_a_message_left_with_only_tool_calls_is_kept():
+    call = ToolCall("c1", "ls", {})
+    view = [assistant(PREAMBLE.format("so far"), calls=[call]), tool("ls", "x"), user("next")]
+    split = split_for_compaction(view)
+    assert split.previous_summary == "so far"
+    assert split.middle == [assistant("", calls=[call]), view[1]]
+
+
+def test_text_that_only_looks_like_a_preamble_is_conversation():
+    text = "[Earlier conversation summary]\nno separator here"
+    split = split_for_compaction([user(text), assistant("ok"), user("next")])
+    assert split.previous_summary == "" and split.middle[0].content == text
+
+
+# -- the summary request -----------------------------------------------------------------------------
+
+MIDDLE = [
+    system("ignored"),
+    user("Read the config"),
+    assistant("Reading.", calls=[ToolCall("c1", "read", {"path": "a.yaml", "limit": 20, "all": True})]),
+    tool("read", "x" * 2500),
+    assistant(calls=[ToolCall("c2", "ls", {})]),
+    tool("ls", "a.yaml"),
+    assistant(""),
+]
+BODY = (
+    "User: Read the config\n"
+    "Assistant: Reading.\n"
+    "Assistant called tool read(map[all:true limit:20 path:a.yaml])\n"
+    f"Tool read result: {'x' * 2000}\n"
+    "Assistant called tool ls(map[])\n"
+    "Tool ls result: a.yaml\n"
+    "--- CONVERSATION END ---"
+)
+
+
+def test_the_chat_summary_request():
+    assert compaction.SUMMARY_INSTRUCTION.startswith("You are compressing a conversation")
+    assert "corrected" in compaction.SUMMARY_INSTRUCTION  # the user's corrections are kept
+    assert summary_request(MIDDLE) == compaction.SUMMARY_INSTRUCTION + "\n\n--- CONVERSATION START ---\n" + BODY
+
+
+def test_the_hint_and_the_previous_summary():
+    text = summary_request(MIDDLE, previous_summary="Earlier: set up.", hint="keep the YAML keys")
+    assert text == (
+        compaction.SUMMARY_INSTRUCTION
+        + "\n\nExtra guidance from the user — emphasize this: keep the YAML keys"
+        + "\n\n--- PREVIOUS SUMMARY (already condensed: carry forward what still matters, drop what is resolved) ---\n"
+        + "Earlier: set up."
+        + "\n--- NEW CONVERSATION START ---\n" + BODY
+    )
+
+
+@pytest.mark.parametrize("saved, ending", [
+    (1, "The memory flush just before this compaction saved 1 line."),
+    (3, "The memory flush just before this compaction saved 3 lines."),
+])
+def test_a_bot_is_told_what_the_flush_saved_and_shown_its_memory(saved, ending):
+    text = summary_request(MIDDLE, bot_memory="- [user] prefers tabs (2026-09-30)", flush_saved=saved)
+    addendum = compaction.BOT_ADDENDUM + " " + ending
+    assert addendum.startswith("Durable facts already in the LONG-TERM MEMORY section")
+    assert "1,500 words" in addendum
+    assert text == (
+        compaction.SUMMARY_INSTRUCTION + "\n\n" + addendum
+        + "\n\n--- LONG-TERM MEMORY (already saved separately; do not repeat these) ---\n"
+        + "- [user] prefers tabs (2026-09-30)"
+        + "\n--- CONVERSATION START ---\n" + BODY
+    )
+
+
+def test_a_bot_whose_flush_saved_nothing_keeps_durable_facts_in_the_summary():
+    text = summary_request(MIDDLE, previous_summary="before", hint="h", bot_memory="", flush_saved=0)
+    addendum = compaction.BOT_ADDENDUM_NOTHING_SAVED
+    assert addendum.startswith("Nothing was saved to long-term memory this time; keep durable facts in the summary. ")
+    assert "saved 0" not in addendum and "1,500 words" in addendum
+    assert text == (
+        compaction.SUMMARY_INSTRUCTION + "\n\n" + addendum
+        + "\n\nExtra guidance from the user — emphasize this: h"
+        + "\n\n--- PREVIOUS SUMMARY (already condensed: carry forward what still matters, drop what is resolved) ---\n"
+        + "before"
+        + "\n\n--- LONG-TERM MEMORY (already saved separately; do not repeat these) ---\n(empty)"
+        + "\n--- NEW CONVERSATION START ---\n" + BODY
+    )
+
+
+# -- identifiers -----------------------------------------------------------------------------------------
+
+
+def test_identifiers_come_from_the_users_last_messages_newest_first():
+    middle = [
+        user("old: keep /srv/old.txt"),
+        user("Put the cache in ~/cache/data and rename fetchAll to fetch_all; see https://example.com/docs."),
+        assistant("ok, and/or later"),
+        user("done", notice=True),
+        user("Set the timeout to 4500 ms in src/net/client.py, e.g. 30 s; run with `--dry-run` (README.md)"),
+        user("thanks"),
+    ]
+    assert recent_identifiers(middle) == [
+        "4500", "src/net/client.py", "--dry-run", "README.md",  # four from the newest with any
+        "~/cache/data", "fetchAll", "fetch_all", "https://example.com/docs",
+    ]
+
+
+def test_prose_gives_no_identifiers():
+    assert recent_identifiers([user("Yes/no, e.g. 2 or 30 files, and/or more. Fine.")]) == []
+
+
+# -- the flush notice and the chat's strings -------------------------------------------------------------
+
+
+def test_the_flush_notice_asks_to_consolidate_past_6_kib():
+    assert FLUSH_NOTICE.startswith("The conversation is about to be compacted")
+    assert "remember" in FLUSH_NOTICE and "secret" in FLUSH_NOTICE
+    assert flush_notice("- x\n" * 1535) == FLUSH_NOTICE  # 6140 bytes
+    assert flush_notice("- x\n" * 1536) == (
+        FLUSH_NOTICE + "\n\nMEMORY.md is at 75% — consolidate soon (merge related lines with replace, drop stale "
+        "ones with remove)")
+    assert is_flush_notice(user(flush_notice("- x\n" * 2000), notice=True))
+    assert not is_flush_notice(user(FLUSH_NOTICE))  # typed by the user, not queued by the host
+    assert not is_flush_notice(user("[background job 1 finished]", notice=True))
+
+
+def test_the_chats_strings():
+    assert compaction.compacted_line("≈40k / 128k (31%)") == "Context compacted → ≈40k / 128k (31%)"
+    assert compaction.failed_line(CompactionFailed("empty summary")) == "Compaction failed: empty summary"
+    assert compaction.offer_question("112k / 128k (87%)") == "Context 112k / 128k (87%) — compact before sending?"
+    assert (compaction.COMPACT_NOW, compaction.NOT_NOW) == ("Compact now", "Not now")
+    assert compaction.NOTHING_TO_COMPACT == "Nothing to compact yet."
+    assert compaction.COMPACTING == "Compacting context…"
+    assert compaction.COMPACTED_WITHOUT_FLUSH == "⚠ Compacted without a memory flush"
+    assert compaction.FLUSH_TRANSCRIPT_LINE == "Context is nearly full — saving memory before compacting"
+    assert compaction.failing_alert("coder", "empty summary") == "bot coder: compaction failing — empty summary"
+
+
+# -- summarising against the fake model ------------------------------------------------------------------
+
+CONVERSATION = [
+    system(),
+    user("Move the parser to src/parse/core.py please"),
+    assistant("Moved."),
+    user("Now the tests"),
+    assistant("Added."),
+]
+
+
+async def test_one_tool_less_request_gives_the_summary(fake_model, provider):
+    fake_model.reply("  The parser lives in src/parse/core.py; tests were added.\n", input_tokens=900, output_tokens=40)
+    split = split_for_compaction(CONVERSATION)
+
+    summary, usage = await summarize(provider, "gpt-test", split, hint="be short")
+
+    assert summary == "The parser lives in src/parse/core.py; tests were added."
+    assert usage.input == 900 and usage.output == 40
+    (request,) = fake_model.requests
+    assert request.body["model"] == "gpt-test"
+    assert sent_text(request) == summary_request(split.middle, hint="be short")
+
+
+async def test_a_summary_that_drops_what_the_user_named_is_asked_for_again(fake_model, provider):
+    fake_model.reply("The parser was moved.", input_tokens=900, output_tokens=10)
+    fake_model.reply("The parser was moved to src/parse/core.py.", input_tokens=950, output_tokens=12)
+    split = split_for_compaction(CONVERSATION)
+
+    summary, usage = await summarize(provider, "gpt-test", split)
+
+    assert summary == "The parser was moved to src/parse/core.py."
+    assert (usage.input, usage.output) == (1850, 22)  # both calls are billed
+    first, second = fake_model.requests
+    note = ("Your previous summary of this conversation left out identifiers the user gave: src/parse/core.py. "
+            "Keep each of them, exactly as written, with what it refers to.")
+    assert note not in sent_text(first)
+    assert sent_text(second) == summary_request(split.middle, retry_note=note)
+
+
+async def test_the_first_summary_stands_when_the_second_keeps_less(fake_model, provider):
+    middle = [user("Edit src/a.py and src/b.py"), assistant("ok")]
+    fake_model.reply("Edited src/a.py.")
+    fake_model.reply("Edited two files.")
+
+    summary, _ = await summarize(provider, "m", split_for_compaction([*middle, user("next")]))
+
+    assert summary == "Edited src/a.py."
+
+
+async def test_a_failed_retry_keeps_the_first_summary(fake_model, provider):
+    fake_model.reply("The parser was moved.", input_tokens=900)
+    fake_model.fail(400, message="busy")
+
+    summary, usage = await summarize(provider, "m", split_for_compaction(CONVERSATION))
+
+    assert summary == "The parser was moved." and usage.input == 900
+    assert len(fake_model.requests) == 2
+
+
+async def test_a_blank_summary_is_asked_for_again(fake_model, provider):
+    fake_model.reply("   \n")
+    fake_model.reply("The parser is in src/parse/core.py.")
+    split = split_for_compaction(CONVERSATION)
+
+    summary, _ = await summarize(provider, "m", split)
+
+    assert summary == "The parser is in src/parse/core.py."
+    note = "Your previous answer was empty. Output the summary itself this time."
+    assert sent_text(fake_model.requests[1]) == summary_request(split.middle, retry_note=note)
+
+
+async def test_two_blank_summaries_fail_as_an_empty_summary(fake_model, provider):
+    fake_model.reply("")
+    fake_model.reply(" ")
+    with pytest.raises(CompactionFailed, match="^empty summary$"):
+        await compact(provider, "m", CONVERSATION, 4)
+    assert len(fake_model.requests) == 2
+
+
+async def test_a_provider_error_fails_the_compaction_with_its_text(fake_model, provider):
+    fake_model.fail(400, message="the model is gone")
+    with pytest.raises(CompactionFailed) as failed:
+        await compact(provider, "m", CONVERSATION, 4)
+    assert str(failed.value) == "fake: HTTP 400 invalid_request_error: the model is gone"
+
+
+async def test_nothing_to_compact_asks_nothing(fake_model, provider):
+    assert await compact(provider, "m", CONVERSATION[:3], 2) is None
+    assert fake_model.requests == []
+
+
+async def test_a_view_ahead_of_the_log_is_not_compacted(fake_model, provider):
+    with pytest.raises(CompactionFailed, match="^the conversation is not saved yet$"):
+        await compact(provider, "m", CONVERSATION, 1)
+    assert fake_model.requests == []
+
+
+# -- end to end with a session log ---------------------------------------------------------------------
+
+
+async def test_a_compaction_survives_a_reopen_and_the_next_one_carries_its_summary_forward(
+        fake_model, provider, tmp_path):
+    call = ToolCall("c1", "read", {"path": "notes.md"})
+    session = Session.create(tmp_path, provider="fake", model="m")
+    first_batch = [
+        system(),
+        user("Read notes.md"), assistant(calls=[call]), tool("read", "todo: ship"), assistant("It says ship."),
+        user("Ship it"), assistant("Shipped.", usage=Usage(50_000, 200)),
+        user("[background job 1 finished]", notice=True),
+    ]
+    session.append(first_batch)
+    live = list(first_batch)
+
+    fake_model.reply("Read notes.md: it said to ship.", input_tokens=700, output_tokens=20)
+    done = await compact(provider, "m", live, session.conversation_count, flush_skipped=True)
+
+    assert isinstance(done, Compacted)
+    kept = [user(PREAMBLE.format("Read notes.md: it said to ship.") + "Ship it"), *first_batch[6:]]
+    assert done.messages == [system(), *kept]
+    assert done.record.to_record() == {
+        "role": "compaction", "content": "Read notes.md: it said to ship.", "compacted_through": 4,
+        "usage": {"in": 700, "out": 20, "total": 720}, "flush_skipped": True}
+    session.append([done.record])
+    session.close()
+
+    with Session.open(session.dir) as session:
+        assert session.view.messages == done.messages
+        assert session.view.summary == "Read notes.md: it said to ship."
+        later = [user("Now tag v2.0.1"), assistant("Tagged.")]
+        session.append(later)
+        live = [*done.messages, *later]
+
+        fake_model.reply("Shipped after reading notes.md; tagged v2.0.1.", input_tokens=800, output_tokens=20)
+        again = await compact(provider, "m", live, session.conversation_count,
+                              bot_memory="- [user] ships on Fridays", flush_saved=2)
+        text = sent_text(fake_model.requests[-1])
+        assert text == summary_request(
+            [user("Ship it"), *first_batch[6:]], previous_summary="Read notes.md: it said to ship.",
+            bot_memory="- [user] ships on Fridays", flush_saved=2)
+        assert "[Earlier conversation summary]" not in text  # carried forward, not summarised as talk
+        assert again.record.compacted_through == 7 and not again.record.flush_skipped
+        session.append([again.record])
+
+    with Session.open(session.dir) as session:
+        assert session.view.messages == [
+            system(), user(PREAMBLE.format("Shipped after reading notes.md; tagged v2.0.1.") + "Now tag v2.0.1"),
+            assistant("Tagged.")]
+        assert session.view.messages == again.messages

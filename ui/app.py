@@ -1,0 +1,160 @@
+"""The terminal app: urwid on trio, inside the caller's nursery, between two channels.
+
+    app = ChatApp()
+    await app.run(events, inputs)    # returns when `events` is closed or the caller cancels
+
+`run` starts the screen, then runs four things side by side until the events channel closes:
+
+    events ──► the event pump ──► ChatLayout.apply ──► (urwid redraws when trio next idles)
+    keys ──► urwid (TrioEventLoop) ──► ChatLayout ──► on_input / on_answer ──► the outbox
+    the outbox ──► the deliverer ──► `inputs` (Submit, Interrupt, …) or a Choose's `reply`
+    the status ticker: once a second, while the status row shows a timer, read the clock again
+
+Key handlers run synchronously inside urwid, and a channel send may have to wait, so they only
+drop what they send into an unbounded outbox; one task sends it on, in order. urwid's trio loop
+redraws the screen whenever trio is about to wait for I/O after some task did work, so nothing
+here calls draw_screen: applying an event is enough, and a burst of deltas costs one redraw.
+
+The terminal is restored however `run` ends (the events closing, a cancel, an exception, a
+KeyboardInterrupt): `MainLoop.start()` is a context manager that stops the screen on the way out.
+Ctrl+Z is the terminal's SIGTSTP, which urwid's screen turns into "restore the terminal, stop,
+and redraw everything on `fg`".
+
+No heavy imports here or in the widgets: the first screen must not wait for the model SDK.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import termios
+from contextlib import suppress
+
+import trio
+import urwid
+from urwid.display import escape
+
+from actors.events import Choose, Status
+from ui import theme
+from ui.widgets import ChatLayout
+
+LINE_FEED = 0x0A
+# What a terminal with the kitty keyboard protocol sends for Ctrl+J; urwid reads it as "ctrl j".
+CTRL_J_REPORT = tuple(b"\x1b[106;5u")
+# modifyOtherKeys level 1: keys that have no legacy encoding of their own, like Shift+Enter and
+# Ctrl+Enter, are reported with their modifiers; every other key is sent as before.
+REPORT_MODIFIED_KEYS = escape.set_modify_other_keys(1)
+RESET_MODIFIED_KEYS = escape.set_modify_other_keys(None)
+
+
+class ChatTerminal(urwid.display.raw.Screen):
+    """urwid's raw screen, with the terminal set the way a chat needs it.
+
+    - Ctrl+C must reach the app as a key (the actors decide whether it cancels the running job
+      or leaves), so it stops being the terminal's interrupt character.
+    - Enter and Ctrl+J must differ. Both arrive as a line feed while the terminal translates CR
+      to LF on input (ICRNL), and urwid reads both CR and LF as "enter"; so ICRNL goes off and
+      a line feed, which only Ctrl+J now sends, is handed to urwid as the kitty report of Ctrl+J.
+    - Ctrl+S / Ctrl+Q must not freeze the screen, so output flow control (IXON) goes off.
+    - Shift+Enter is asked for through modifyOtherKeys, which terminals that lack it ignore.
+
+    Ctrl+Z stays the suspend character. Every setting is undone by urwid's own stop, which puts
+    back the terminal attributes it saved before this start.
+    """
+
+    def _start(self, *args: object, **kwargs: object) -> None:
+        super()._start(*args, **kwargs)
+        fd = self._input_fileno()
+        if fd is not None and os.isatty(fd):
+            attributes = termios.tcgetattr(fd)
+            attributes[0] &= ~(termios.ICRNL | termios.IXON)
+            attributes[6][termios.VINTR] = bytes([os.fpathconf(fd, "PC_VDISABLE")])
+            termios.tcsetattr(fd, termios.TCSANOW, attributes)
+        self.write(REPORT_MODIFIED_KEYS)
+        self.flush()
+
+    def _stop(self) -> None:
+        self.write(RESET_MODIFIED_KEYS)
+        super()._stop()
+
+    def _get_input_codes(self) -> list[int]:
+        codes = []
+        for code in super()._get_input_codes():
+            codes.extend(CTRL_J_REPORT if code == LINE_FEED else (code,))
+        return codes
+
+
+class ChatApp:
+    """The chat's face. Construct it, then `await run(events, inputs)` inside a trio run.
+
+    `home` is the directory the card writes as `~` (default: $HOME); `no_color` defaults to
+    whether NO_COLOR is set; `screen` is the urwid screen to draw on (default: the terminal on
+    stdin/stdout — tests pass one on a pseudo-terminal).
+    """
+
+    def __init__(self, *, home: str | None = None, no_color: bool | None = None,
+                 screen: urwid.display.raw.Screen | None = None):
+        self._no_color = theme.no_color_requested(os.environ) if no_color is None else no_color
+        self._screen = screen
+        # (where to, message): None means the `inputs` channel `run` is given.
+        self._outbox_send, self._outbox_receive = trio.open_memory_channel[
+            tuple[trio.MemorySendChannel | None, object]](math.inf)
+        self._status_changed = trio.Event()
+        self.layout = ChatLayout(home=os.environ.get("HOME") if home is None else home,
+                                 clock=trio.current_time, on_input=self._send_input,
+                                 on_answer=self._send_answer)
+
+    def _send_input(self, message: object) -> None:
+        self._outbox_send.send_nowait((None, message))
+
+    def _send_answer(self, choose: Choose, index: int | None) -> None:
+        self._outbox_send.send_nowait((choose.reply, index))
+
+    async def run(self, events: trio.MemoryReceiveChannel, inputs: trio.MemorySendChannel,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Draw `events` and send what the person does to `inputs` (or to a Choose's `reply`),
+        until `events` is closed or the caller's scope is cancelled. `inputs` is left open.
+        Started (for `nursery.start`) once the screen is up and its input is being read."""
+        event_loop = urwid.TrioEventLoop()
+        main_loop = urwid.MainLoop(self.layout, theme.palette(no_color=self._no_color),
+                                   screen=self._screen or ChatTerminal(), event_loop=event_loop,
+                                   handle_mouse=True)
+        with main_loop.start():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._drive_urwid, event_loop, nursery.cancel_scope)
+                nursery.start_soon(self._deliver, inputs)
+                nursery.start_soon(self._tick_status)
+                task_status.started()
+                await self._pump(events)
+                nursery.cancel_scope.cancel()
+
+    async def _drive_urwid(self, event_loop: urwid.TrioEventLoop, cancel_scope: trio.CancelScope) -> None:
+        await event_loop.run_async()
+        cancel_scope.cancel()  # urwid stopped of its own accord: there is no screen to serve
+
+    async def _pump(self, events: trio.MemoryReceiveChannel) -> None:
+        async for event in events:
+            self.layout.apply(event)
+            if isinstance(event, Status):
+                self._status_changed.set()
+                self._status_changed = trio.Event()
+
+    async def _deliver(self, inputs: trio.MemorySendChannel) -> None:
+        async for destination, message in self._outbox_receive:
+            # A receiver that has gone (the chat is ending, or the job that asked was cancelled)
+            # needs nothing more from this face.
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await (destination or inputs).send(message)
+
+    async def _tick_status(self) -> None:
+        """Redraw the status row's timer on each whole second of it while it shows one."""
+        status_row = self.layout.status_row
+        while True:
+            changed = self._status_changed
+            started = status_row.timer_started
+            if started is None:
+                await changed.wait()
+                continue
+            with trio.move_on_after(1 - (trio.current_time() - started) % 1):
+                await changed.wait()
+            status_row.refresh()

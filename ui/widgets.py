@@ -1,0 +1,156 @@
+"""The chat screen: the transcript above, the composer and its rows below, and where keys go.
+
+    ┌──────────────────────────────────────────┐
+    │ transcript (scrolls, follows the bottom) │
+    │ …                                        │
+    │ chooser          (while a Choose is open)│
+    │ slash suggestions   (text starts with /) │
+    │ ──────────────────────────────────────── │
+    │ ❯ composer                               │
+    │ ──────────────────────────────────────── │
+    │ status row                               │
+    └──────────────────────────────────────────┘
+
+`ChatLayout.apply` draws one event from the actors; what the person does comes out as the four
+inputs of `actors.events` through `on_input`, and the answer to a `Choose` through `on_answer`.
+The layout never holds a channel: sending is the app's (ui.app), so no widget can block.
+
+Keys, in order: Ctrl+C interrupts, always (also over an open chooser, where it interrupts the
+turn that asked). While a chooser is open every other key goes to it. Otherwise Esc cancels the
+innermost scope, PgUp/PgDn scroll the transcript, Ctrl+D on an empty composer leaves, and the
+rest goes to the composer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+
+import urwid
+
+from actors.events import (Card, CancelInnermost, Choose, ErrorLine, Interrupt, Leave, Notice, Panel,
+                           SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted, TurnEnded,
+                           UserEcho)
+from ui.widgets_chooser import Chooser
+from ui.widgets_composer import Composer, SlashSuggestions
+from ui.widgets_status import StatusRow
+from ui.widgets_transcript import Transcript
+
+PROMPT = "❯ "
+
+
+class ChatLayout(urwid.WidgetWrap):
+    def __init__(self, *, home: str | None, clock: Callable[[], float],
+                 on_input: Callable[[object], None],
+                 on_answer: Callable[[Choose, int | None], None]):
+        self._on_input = on_input
+        self._on_answer = on_answer
+        self.transcript = Transcript(home)
+        self.suggestions = SlashSuggestions()
+        self.composer = Composer(self._submit, self.suggestions)
+        self._composer_row = urwid.Columns([(len(PROMPT), urwid.Text(("composer_mark", PROMPT))), self.composer],
+                                           focus_column=1)
+        self.status_row = StatusRow(clock)
+        self._choices: deque[Choose] = deque()
+        self._chooser: Chooser | None = None
+        self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
+        self._bottom = urwid.Pile([])
+        self._arrange_bottom()
+        super().__init__(urwid.Frame(body=self.transcript, footer=self._bottom, focus_part="footer"))
+
+    @property
+    def chooser(self) -> Chooser | None:
+        return self._chooser
+
+    def _arrange_bottom(self) -> None:
+        rows: list[urwid.Widget] = []
+        if self._chooser is not None:
+            rows += [urwid.Divider(), self._chooser]
+        if self.suggestions.showing:
+            rows.append(self.suggestions)
+        rows += [self._rules[0], self._composer_row, self._rules[1], self.status_row]
+        self._bottom.contents = [(row, self._bottom.options("pack")) for row in rows]
+        self._bottom.focus_position = rows.index(self._chooser or self._composer_row)
+
+    # ---- events from the actors ----------------------------------------------------------------
+
+    def apply(self, event: object) -> None:
+        match event:
+            case Card():
+                self.transcript.add_card(event)
+            case UserEcho(text=text):
+                self.transcript.add_user(text)
+            case TextDelta(text=text):
+                self.transcript.add_delta(text)
+            case ToolStarted():
+                self.transcript.add_tool_started(event)
+            case ToolEnded():
+                self.transcript.add_tool_ended(event)
+            case Notice(text=text, warning=warning):
+                self.transcript.add_notice(text, warning)
+            case ErrorLine(text=text):
+                self.transcript.add_error(text)
+            case Panel():
+                self.transcript.add_panel(event)
+            case TurnEnded(interrupted=interrupted):
+                self.transcript.end_turn(interrupted)
+                self._withdraw_choices()
+            case Status():
+                self.status_row.show(event)
+            case Choose():
+                self._choices.append(event)
+                self._show_next_choice()
+            case SlashCommands(commands=commands):
+                self.suggestions.set_commands(commands)
+                self.suggestions.follow(self.composer.edit_text)
+                self._arrange_bottom()
+            case _:
+                raise TypeError(f"the chat screen has no way to draw {event!r}")
+
+    def _show_next_choice(self) -> None:
+        if self._chooser is None and self._choices:
+            choose = self._choices[0]
+            self._chooser = Chooser(choose.title, choose.options, partial(self._answered, choose))
+            self._arrange_bottom()
+
+    def _answered(self, choose: Choose, index: int | None) -> None:
+        self._choices.popleft()
+        self._chooser = None
+        self._on_answer(choose, index)
+        self._show_next_choice()
+        self._arrange_bottom()
+
+    def _withdraw_choices(self) -> None:
+        """The turn that asked has ended (interrupted, most likely): its questions are moot.
+        Each still gets None, as if Esc were pressed, so nothing waits on an answer forever."""
+        if not self._choices:
+            return
+        self._chooser = None
+        while self._choices:
+            self._on_answer(self._choices.popleft(), None)
+        self._arrange_bottom()
+
+    # ---- keys from the person ------------------------------------------------------------------
+
+    def keypress(self, size: tuple[int, int], key: str) -> str | None:
+        columns = size[0]
+        if key == "ctrl c":
+            self._on_input(Interrupt())
+        elif self._chooser is not None:
+            self._chooser.keypress((columns,), key)
+        elif key == "esc":
+            self._on_input(CancelInnermost())
+        elif key in ("page up", "page down"):
+            self.transcript.scroller.scroll_page(-1 if key == "page up" else 1)
+        elif key == "ctrl d" and not self.composer.edit_text:
+            self._on_input(Leave(0))
+        else:
+            unhandled = self._composer_row.keypress((columns,), key)
+            self._arrange_bottom()
+            return unhandled
+        return None
+
+    def _submit(self, text: str) -> None:
+        self.transcript.scroller.follow()
+        self._on_input(Submit(text))
