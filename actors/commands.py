@@ -13,6 +13,7 @@ from pathlib import Path
 
 import trio
 
+from actors.compactor import compact_command
 from actors.events import Choose, Panel
 from actors.lane import Lane
 from iota import __version__, paths
@@ -169,6 +170,7 @@ COMMANDS = {
     "model": ("switch the model for this process", choose_model),
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
+    "compact": ("summarise the older conversation now: /compact [hint]", compact_command),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project", show_skills),

@@ -25,6 +25,7 @@ from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnd
                            UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
+from iota.compaction import Meter
 from iota.conversation import Conversation, notice
 from iota.errors import IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
@@ -101,7 +102,11 @@ class Lane:
         self._idle.set()
         self._running = ""
         self._running_since: float | None = None
-        self._context_used = _last_context(conversation.messages)
+        self.meter = Meter(setup.model.context_window)
+        session = conversation.session
+        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None)
+        # Runs before each user message is sent (the compaction offer, a bot's owed compaction).
+        self.before_send: Callable[[Lane, Message], Awaitable[None]] | None = None
 
     # -- what the input actor calls --
 
@@ -125,7 +130,7 @@ class Lane:
 
     @property
     def context_used(self) -> int:
-        return self._context_used
+        return self.meter.used
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
@@ -143,7 +148,7 @@ class Lane:
                     await self._run(job)
             finally:
                 self._job_scope = None
-                self._set_running("")
+                self.set_running("")
                 self._idle.set()
 
     async def _run(self, job: Job) -> None:
@@ -156,8 +161,10 @@ class Lane:
 
     async def _user_turn(self, text: str) -> None:
         self.emit(UserEcho(text))
-        self._set_running("Waiting for the model")
         user = Message(USER, content=text)
+        if self.before_send is not None:
+            await self.before_send(self, user)
+        self.set_running("Waiting for the model")
         turn = self._turn = Turn()
         try:
             request = self.setup.request(self.conversation.messages + [user], self.toolbox)
@@ -186,7 +193,9 @@ class Lane:
                 self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on, but this turn is not on disk"))
         for record in records:
             if record.usage is not None:
-                self._context_used = record.usage.context
+                self.meter.settle(record.usage)
+            else:
+                self.meter.add([record])
         self.show_status()
 
     # -- the face --
@@ -197,7 +206,7 @@ class Lane:
     def notice(self, text: str, *, warning: bool = False) -> None:
         self.emit(Notice(text, warning=warning))
 
-    def _set_running(self, label: str) -> None:
+    def set_running(self, label: str) -> None:
         if label != self._running:
             self._running = label
             self._running_since = trio.current_time() if label else None
@@ -205,16 +214,18 @@ class Lane:
 
     def show_status(self) -> None:
         model = self.setup.model
-        self.emit(Status(model=model.name, context_used=self._context_used, context_window=model.context_window,
-                         running=self._running, running_since=self._running_since, queued=len(self.inbox)))
+        self.meter.window = model.context_window
+        self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
+                         estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
+                         queued=len(self.inbox)))
 
     async def _ask_approval(self, tool_name: str, label: str) -> Decision:
         send, receive = trio.open_memory_channel(1)
         self.emit(Choose(f"{label} wants to modify files — allow?", tuple(d.value for d in APPROVAL_OPTIONS), send))
         before = self._running
-        self._set_running("Waiting for your answer")
+        self.set_running("Waiting for your answer")
         answer = await receive.receive()
-        self._set_running(before)
+        self.set_running(before)
         return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
 
 
@@ -225,15 +236,15 @@ class _Observer:
         self.lane = lane
 
     def on_text(self, text: str) -> None:
-        self.lane._set_running("Responding")
+        self.lane.set_running("Responding")
         self.lane.emit(TextDelta(text))
 
     def on_tool_start(self, call: ToolCall, target: str) -> None:
-        self.lane._set_running(f"{call.name} {target}".strip())
+        self.lane.set_running(f"{call.name} {target}".strip())
         self.lane.emit(ToolStarted(call.id, call.name, target))
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
-        self.lane._set_running("Waiting for the model")
+        self.lane.set_running("Waiting for the model")
         self.lane.emit(ToolEnded(call.id, call.name, summarize(result), result.display, result.is_error))
 
 
@@ -246,9 +257,4 @@ def summarize(result: ToolResult) -> str:
     return first if len(lines) == 1 else f"{first} (+{len(lines) - 1} lines)"
 
 
-def _last_context(messages: list[Message]) -> int:
-    for message in reversed(messages):
-        if message.usage is not None:
-            return message.usage.context
-    return 0
 

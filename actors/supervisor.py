@@ -44,6 +44,8 @@ class ChatParts:
     opening: list = field(default_factory=list)
     # Blocking work to run behind the first screen (the Anthropic SDK import).
     background: list[Callable[[], object]] = field(default_factory=list)
+    # Runs before each user message is sent: the compaction offer (chat, agent).
+    before_send: Callable | None = None
 
 
 async def run_chat(parts: ChatParts, face: Face) -> int:
@@ -72,6 +74,7 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
                 if warning not in parts.card.warnings:
                     events_send.send_nowait(Notice(warning, warning=True))
             lane = Lane(parts.setup, parts.conversation, toolbox, events_send)
+            lane.before_send = parts.before_send
             await nursery.start(lane.run)
             await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave)
             nursery.start_soon(_forward_job_notes, notes_receive, lane)

@@ -61,6 +61,7 @@ from iota.compaction_meter import (
     status_text,
 )
 from iota.errors import CompactionFailed, ProviderError
+from iota.memory import soft_warning
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
 from iota.providers.base import Provider, Request
 from iota.session_log import SUMMARY_FOOTER, SUMMARY_HEADER, summary_preamble
@@ -119,18 +120,10 @@ FLUSH_NOTICE = (
     "short line."
 )
 _FLUSH_MARK = "The conversation is about to be compacted"
-# MEMORY.md's caps, on the body: past the soft one the model is asked to consolidate.
-MEMORY_CAP = 8192
-MEMORY_SOFT_CAP = 6144
-
-
 def flush_notice(memory_body: str = "") -> str:
     """FLUSH_NOTICE, asking also to consolidate when the memory body is past 6 KiB."""
-    size = len(memory_body.encode("utf-8", "surrogatepass"))
-    if size < MEMORY_SOFT_CAP:
-        return FLUSH_NOTICE
-    return (f"{FLUSH_NOTICE}\n\nMEMORY.md is at {size * 100 // MEMORY_CAP}% — consolidate soon "
-            "(merge related lines with replace, drop stale ones with remove)")
+    consolidate = soft_warning(len(memory_body.encode("utf-8", "surrogatepass")))
+    return FLUSH_NOTICE if consolidate is None else f"{FLUSH_NOTICE}\n\n{consolidate}"
 
 
 def is_flush_notice(message: Message) -> bool:

@@ -47,6 +47,12 @@ class Conversation:
         self._append(session, list(self.messages))
         self.session = session
 
+    def apply_compaction(self, record: Message, messages: list[Message]) -> None:
+        """Append a compaction record and continue from the compacted view. Blocking I/O."""
+        if self.session is not None:
+            self._append(self.session, [record])
+        self.messages = list(messages)
+
     def _append(self, session: Session, records: list[Message]) -> None:
         if self.instructions and not self.system_saved:
             records = [Message(SYSTEM, content=self.instructions), *records]

@@ -14,6 +14,7 @@ from pathlib import Path
 import trio
 
 from actors.commands import COMMANDS
+from actors.compactor import CompactionOffer
 from actors.events import Card, Notice, SlashCommands, TextDelta, TurnEnded, UserEcho
 from actors.supervisor import ChatParts, run_chat
 from iota import __version__, paths
@@ -60,7 +61,7 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
         parts = ChatParts(setup=setup, conversation=conversation, card=_card(setup, label), commands=commands,
                           opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                                    *opening],
-                          background=_background(setup))
+                          background=_background(setup), before_send=CompactionOffer())
         return trio.run(run_chat, parts, ChatApp().run)
     finally:
         if session is not None:

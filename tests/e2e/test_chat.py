@@ -194,3 +194,73 @@ def test_a_second_process_on_the_same_session_is_refused(iota, chat):
     pid = (bundle / ".lock").read_text()
     assert second.stderr == f"Error: session {bundle.name} is open in another iota process (pid {pid})\n"
     assert result.returncode == 1
+
+
+def test_past_the_threshold_the_chat_offers_to_compact_first(iota, chat):
+    iota.write_config("  chat: {model: m}\n")  # a 200k window: the offer comes at 184k
+    iota.model.reply("First answer about /srv/app/config.toml.")
+    iota.model.reply("Second answer.", input_tokens=190_000)
+    iota.model.reply("Earlier: the user asked about /srv/app/config.toml.")  # the summary
+    iota.model.reply("Third answer.")
+    screen = chat("run", "chat")
+    for text, answer in (("first question about /srv/app/config.toml", "First answer"),
+                         ("second question", "Second answer.")):
+        screen.type(text)
+        screen.send_keys("Enter")
+        screen.wait_for(answer)
+    screen.type("third question")
+    screen.send_keys("Enter")
+    screen.wait_for("— compact before sending?")
+    screen.send_keys("Enter")  # Compact now
+    screen.wait_for("Third answer.")
+    screen.wait_for("Context compacted → ")
+    summary_request = iota.model.requests[2].body
+    assert "tools" not in summary_request or not summary_request["tools"]
+    text = summary_request["messages"][-1]["content"]
+    assert text.startswith("You are compressing a conversation")
+    assert "User: first question about /srv/app/config.toml" in text and "second question" not in text
+    sent = [m for m in iota.model.requests[3].body["messages"] if m["role"] != "system"]
+    assert sent[0]["content"].startswith("[Earlier conversation summary]\nEarlier: the user asked about")
+    assert sent[0]["content"].endswith("———\n\nsecond question")
+    assert [m["content"] for m in sent[1:]] == ["Second answer.", "third question"]
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    _, records = saved_records()
+    marker = [r for r in records if r["role"] == "compaction"]
+    assert len(marker) == 1 and marker[0]["compacted_through"] == 2
+
+
+def test_not_now_sends_without_compacting(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("One.", input_tokens=190_000)
+    iota.model.reply("Two.")
+    screen = chat("run", "chat")
+    screen.type("first")
+    screen.send_keys("Enter")
+    screen.wait_for("One.")
+    screen.type("second")
+    screen.send_keys("Enter")
+    screen.wait_for("— compact before sending?")
+    screen.send_keys("Down", "Enter")  # Not now
+    screen.wait_for("Two.")
+    assert len(iota.model.requests) == 2
+
+
+def test_compact_command(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("A.")
+    iota.model.reply("B.")
+    screen = chat("run", "chat")
+    screen.type("/compact")
+    screen.send_keys("Enter")
+    screen.wait_for("Nothing to compact yet.")
+    for text, answer in (("one", "A."), ("two", "B.")):
+        screen.type(text)
+        screen.send_keys("Enter")
+        screen.wait_for(answer)
+    iota.model.reply("They said one.")
+    screen.type("/compact keep the numbers")
+    screen.send_keys("Enter")
+    screen.wait_for("Context compacted → ")
+    request = iota.model.requests[2].body["messages"][-1]["content"]
+    assert "Extra guidance from the user — emphasize this: keep the numbers" in request
