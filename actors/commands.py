@@ -7,6 +7,7 @@ Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must 
 from __future__ import annotations
 
 import html
+from datetime import datetime
 import json
 import os
 from pathlib import Path
@@ -14,13 +15,13 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Choose, Panel
+from actors.events import Choose, Notice, Panel, TextDelta, TurnEnded, UserEcho
 from actors.lane import Lane
 from iota import __version__, paths
 from iota import config as config_module
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
-from iota.session import Session
+from iota.session import Session, delete_session, list_sessions, repair_tail, session_label
 
 
 async def show_status(lane: Lane, argument: str) -> None:
@@ -104,9 +105,7 @@ async def choose_model(lane: Lane, argument: str) -> None:
     if argument:
         choice = argument
     else:
-        send, receive = trio.open_memory_channel(1)
-        lane.emit(Choose(f"Model (now {lane.setup.model.name})", tuple(names), send))
-        index = await receive.receive()
+        index = await _choose(lane, f"Model (now {lane.setup.model.name})", tuple(names))
         if index is None:
             return
         choice = names[index]
@@ -118,6 +117,74 @@ async def choose_model(lane: Lane, argument: str) -> None:
     model = lane.setup.model
     lane.notice(f"Model: {model.name} ({config_module.format_size(model.context_window)} window) — for this process")
     lane.show_status()
+
+
+def resume_opening(session: Session, conversation: Conversation) -> list:
+    """What a resumed chat shows first: the repair of an interrupted tail, the last rounds, and
+    `Resumed session <id> (<n> messages)`."""
+    repaired = repair_tail(conversation.messages)
+    if repaired:
+        conversation.keep(repaired)
+    events: list = []
+    messages = conversation.messages
+    starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
+    for index in starts[-ECHOED_ROUNDS:]:
+        events.append(UserEcho(messages[index].content))
+        end = next((i for i in starts if i > index), len(messages))
+        for message in messages[index + 1:end]:
+            if message.role == ASSISTANT and message.content:
+                events.append(TextDelta(message.content))
+        events.append(TurnEnded(interrupted=any(m.interrupted for m in messages[index + 1:end])))
+    events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
+    if repaired:
+        events.append(Notice(f"{len(repaired)} tool call(s) left unanswered by the last run were answered as "
+                             "interrupted"))
+    return events
+
+
+async def sessions(lane: Lane, argument: str) -> None:
+    """`/session`: resume another saved session here, or delete one. Sessions open in another
+    process are not offered, and neither is the one this chat is writing."""
+    action = await _choose(lane, "Session", ("Resume", "Delete"))
+    if action is None:
+        return
+    current = lane.conversation.session
+    now = datetime.now().astimezone()
+    candidates = [info for info in list_sessions(_scope(lane))
+                  if current is None or info.id != current.id]
+    if not candidates:
+        lane.notice("No other saved sessions.")
+        return
+    index = await _choose(lane, "Resume which session?" if action == 0 else "Delete which session?",
+                          tuple(session_label(info, now) for info in candidates))
+    if index is None:
+        return
+    chosen = candidates[index]
+    try:
+        if action == 1:
+            await trio.to_thread.run_sync(delete_session, chosen.dir)
+            lane.notice(f"Deleted session {chosen.id}")
+            return
+        opened = await trio.to_thread.run_sync(Session.open, chosen.dir)
+    except IotaError as error:
+        lane.notice(str(error), warning=True)
+        return
+    lane.switch_session(opened)
+    if current is not None:
+        current.close()
+    for event in resume_opening(opened, lane.conversation):
+        lane.emit(event)
+
+
+def _scope(lane: Lane) -> Path:
+    setup = lane.setup
+    return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
+
+
+async def _choose(lane: Lane, title: str, options: tuple[str, ...]) -> int | None:
+    send, receive = trio.open_memory_channel(1)
+    lane.emit(Choose(title, options, send))
+    return await receive.receive()
 
 
 def _full_log(session: Session) -> list[Message]:
@@ -132,6 +199,8 @@ def _full_log(session: Session) -> list[Message]:
                 messages.append(Message.from_record(record))
     return messages
 
+
+ECHOED_ROUNDS = 3
 
 _SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"}
 
@@ -171,6 +240,7 @@ COMMANDS = {
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),
+    "session": ("resume or delete a saved session", sessions),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project", show_skills),

@@ -29,6 +29,7 @@ from iota.compaction import Meter
 from iota.conversation import Conversation, notice
 from iota.errors import IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
+from iota.session import Session
 from iota.tools.base import ToolResult, Toolbox
 
 # ---- jobs ------------------------------------------------------------------------------------
@@ -127,6 +128,12 @@ class Lane:
     def cancel_innermost(self) -> None:
         if self._turn is not None:
             self._turn.cancel_innermost()
+
+    def switch_session(self, session: Session) -> None:
+        """Continue in another saved session (`/session`); the caller closes the old one."""
+        self.conversation.switch_to(session)
+        self.meter.seed(self.conversation.messages, session.view.last_usage)
+        self.show_status()
 
     @property
     def context_used(self) -> int:

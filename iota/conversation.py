@@ -27,9 +27,17 @@ class Conversation:
 
     @classmethod
     def from_session(cls, session: Session) -> Conversation:
+        conversation = cls()
+        conversation.switch_to(session)
+        return conversation
+
+    def switch_to(self, session: Session) -> None:
+        """Continue in `session`'s conversation (a resume, `/session`)."""
         view = session.view.messages
-        system = next((m.content for m in view if m.role == SYSTEM), "")
-        return cls([m for m in view if m.role != SYSTEM], session, system, system_saved=True)
+        self.messages = [m for m in view if m.role != SYSTEM]
+        self.session = session
+        self.instructions = next((m.content for m in reversed(view) if m.role == SYSTEM), "")
+        self.system_saved = True
 
     @property
     def saving(self) -> bool:

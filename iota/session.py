@@ -23,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,7 +50,7 @@ from iota.session_log import (
 # The session log's public names are re-exported, so callers need only `iota.session`.
 __all__ = [
     "INTERRUPTED_RESULT", "Session", "SessionInfo", "SessionView", "format_session_list", "list_sessions",
-    "new_session_id", "read_meta", "relative_time", "render_meta", "repair_tail", "resolve_session",
+    "delete_session", "new_session_id", "read_meta", "relative_time", "render_meta", "repair_tail", "resolve_session",
     "session_label", "write_atomically",
 ]
 
@@ -365,6 +366,18 @@ class Session:
             write_atomically(self.dir / META_NAME, render_meta(self.meta))
         except OSError as exc:
             raise SessionError(f"failed to save session {self.id}: {META_NAME}: {exc.strerror}") from exc
+
+
+def delete_session(bundle: Path) -> None:
+    """Delete a bundle for good, refusing one that another process has open (its lock is taken
+    first, so nobody can open it while it goes)."""
+    held = _lock_bundle(bundle)
+    try:
+        shutil.rmtree(bundle)
+    except OSError as error:
+        raise SessionError(f"cannot delete session {bundle.name}: {error.strerror or error}") from None
+    finally:
+        held.release()
 
 
 def _lock_bundle(bundle: Path) -> locking.HeldLock:

@@ -9,34 +9,30 @@ the first screen.
 from __future__ import annotations
 
 import argparse
+import math
+from datetime import datetime
 from pathlib import Path
 
 import trio
 
-from actors.commands import COMMANDS
+from actors.commands import COMMANDS, resume_opening
 from actors.compactor import CompactionOffer
-from actors.events import Card, Notice, SlashCommands, TextDelta, TurnEnded, UserEcho
+from actors.events import Card, Choose, SlashCommands
 from actors.supervisor import ChatParts, run_chat
 from iota import __version__, paths
 from iota import config as config_module
 from iota.chat import ChatSetup, prepare_chat
 from iota.config import Config
 from iota.conversation import Conversation
-from iota.errors import NotYetError
-from iota.messages import ASSISTANT, USER
-from iota.session import Session, repair_tail, resolve_session
+from iota.errors import IotaError, NotYetError
+from iota.session import Session, list_sessions, resolve_session, session_label
 from ui.app import ChatApp
-
-ECHOED_ROUNDS = 3
 
 
 def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
     cwd = Path.cwd()
     if args.command == "resume":
-        if not args.id:
-            raise NotYetError("the session picker is not built yet: name the session, e.g. "
-                              "`iota resume <id>` (ids are in `iota list sessions`)")
-        session = Session.open(resolve_session(args.id))
+        session = Session.open(resolve_session(args.id) if args.id else _pick_session())
         agent_name = session.meta.get("agent") or "default"
         agent = loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name)
     else:
@@ -44,6 +40,7 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
         session = None
     if agent.mode == "bot":
         raise NotYetError(f"bot mode is not built yet: agents.{agent.name} has mode: bot")
+    conversation = None
     try:
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              replay=session.meta if session else None)
@@ -51,7 +48,7 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
             session = Session.new(_bucket(setup), **_meta(setup))
         if session is not None and session.on_disk:
             conversation = Conversation.from_session(session)
-            opening = _resume_opening(session, conversation)
+            opening = resume_opening(session, conversation)
             label = f"resumed {session.id}"
         else:
             conversation = Conversation(session=session, instructions=setup.instructions)
@@ -66,6 +63,40 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
     finally:
         if session is not None:
             session.close()
+        if conversation is not None and conversation.session is not None:  # after a /session switch
+            conversation.session.close()
+
+
+def _pick_session() -> Path:
+    """`iota resume` with no id: choose among the saved sessions, newest first."""
+    now = datetime.now().astimezone()
+    infos = list_sessions()
+    if not infos:
+        raise IotaError("no session to resume")
+    index = trio.run(_choose_once, "Resume which session?", tuple(session_label(i, now) for i in infos))
+    if index is None:
+        raise IotaError("no session to resume")
+    return infos[index].dir
+
+
+async def _choose_once(title: str, options: tuple[str, ...]) -> int | None:
+    """Show one select in the terminal app and return the answer (None for Esc)."""
+    events_send, events_receive = trio.open_memory_channel(math.inf)
+    inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
+    reply_send, reply_receive = trio.open_memory_channel(1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ChatApp().run, events_receive, inputs_send)
+        events_send.send_nowait(Choose(title, options, reply_send))
+
+        async def leave_on_interrupt() -> None:
+            async for _ in inputs_receive:  # Ctrl+C, Ctrl+D: nothing chosen
+                reply_send.send_nowait(None)
+                return
+
+        nursery.start_soon(leave_on_interrupt)
+        answer = await reply_receive.receive()
+        nursery.cancel_scope.cancel()
+    return answer
 
 
 def _bucket(setup: ChatSetup) -> Path:
@@ -91,26 +122,3 @@ def _background(setup: ChatSetup) -> list:
     from iota.providers import preload_anthropic
 
     return [preload_anthropic]
-
-
-def _resume_opening(session: Session, conversation: Conversation) -> list:
-    """What a resumed chat shows first: the repair of an interrupted tail, the last rounds, and
-    `Resumed session <id> (<n> messages)`."""
-    repaired = repair_tail(conversation.messages)
-    if repaired:
-        conversation.keep(repaired)
-    events: list = []
-    messages = conversation.messages
-    starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
-    for index in starts[-ECHOED_ROUNDS:]:
-        events.append(UserEcho(messages[index].content))
-        end = next((i for i in starts if i > index), len(messages))
-        for message in messages[index + 1:end]:
-            if message.role == ASSISTANT and message.content:
-                events.append(TextDelta(message.content))
-        events.append(TurnEnded(interrupted=any(m.interrupted for m in messages[index + 1:end])))
-    events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
-    if repaired:
-        events.append(Notice(f"{len(repaired)} tool call(s) left unanswered by the last run were answered as "
-                             "interrupted"))
-    return events

@@ -25,6 +25,7 @@ def chat(iota, terminal):
         screen.wait_for("ι> iota")
         return screen
 
+    start.terminals = terminal
     return start
 
 
@@ -264,3 +265,70 @@ def test_compact_command(iota, chat):
     screen.wait_for("Context compacted → ")
     request = iota.model.requests[2].body["messages"][-1]["content"]
     assert "Extra guidance from the user — emphasize this: keep the numbers" in request
+
+
+def make_chat_session(title: str, user: str, reply: str):
+    from iota.messages import ASSISTANT, USER, Message
+    from iota.session import Session
+
+    with Session.create(paths.sessions_dir(), provider="fake", model="fake-model", agent="chat", title=title) as s:
+        s.append([Message(USER, content=user), Message(ASSISTANT, content=reply)])
+        return s.id
+
+
+def test_resume_without_an_id_opens_a_picker(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    make_chat_session("Older", "old question", "old answer")
+    newest = make_chat_session("Newest", "new question", "new answer")
+    screen = terminal_start(iota, chat, "resume")
+    screen.wait_for("Resume which session?")
+    screen.wait_for("Newest · fake-model")
+    screen.send_keys("Enter")
+    screen.wait_for(f"resumed {newest}")
+    screen.wait_for("new answer")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+
+
+def test_resume_picker_cancelled(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    make_chat_session("Only", "q", "a")
+    screen = terminal_start(iota, chat, "resume")
+    screen.wait_for("Resume which session?")
+    screen.send_keys("Escape")
+    assert screen.wait_for_exit() == 1
+
+
+def terminal_start(iota, chat, *args):
+    """Start iota without waiting for the card (a picker comes first)."""
+    return chat.terminals.start([IOTA, *args], cols=110, rows=32, env=iota.env(), cwd=iota.cwd)
+
+
+def test_session_command_resumes_and_deletes(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    first = make_chat_session("First", "first question", "first answer")
+    second = make_chat_session("Second", "second question", "second answer")
+    iota.model.reply("continuing")
+    screen = chat("run", "chat")
+    screen.type("/session")
+    screen.send_keys("Enter")
+    screen.wait_for("Resume")
+    screen.send_keys("Down", "Enter")  # Delete
+    screen.wait_for("Delete which session?")
+    screen.send_keys("Enter")
+    deleted = re.search(r"Deleted session ([0-9a-z]{12})", screen.wait_for("Deleted session")).group(1)
+    assert deleted in (first, second)
+    assert not (paths.sessions_dir() / deleted).exists()
+    kept, words = (second, "second") if deleted == first else (first, "first")
+    screen.type("/session")
+    screen.send_keys("Enter")
+    screen.wait_for("Resume")
+    screen.send_keys("Enter")
+    screen.wait_for("Resume which session?")
+    screen.send_keys("Enter")
+    screen.wait_for(f"Resumed session {kept} (2 messages)")
+    screen.type("go on")
+    screen.send_keys("Enter")
+    screen.wait_for("continuing")
+    sent = [m["content"] for m in iota.model.requests[0].body["messages"] if m["role"] != "system"]
+    assert sent == [f"{words} question", f"{words} answer", "go on"]

@@ -1,0 +1,322 @@
+"""Bots: the requirement checks, the bot's directory, its pointer, and how a start comes back.
+
+A bot is an agent with `mode: bot`, named by its entry. Everything it owns lives in one directory:
+
+    ~/.iota/bots/<name>/
+        bot.json         the pointer: {"session":"<id>"}, written atomically once the bundle exists
+        MEMORY.md        the memory (see iota.memory_file), and MEMORY.md.prev, the one before
+        lock             held by the one process running the bot; holds its pid
+
+Its conversation is an ordinary flat bundle, `~/.iota/sessions/<id>/`, so it shows up in
+`iota list sessions` like any other.
+
+The start sequence is ordered so that every failure leaves something a person can reason about:
+
+1. `check_bot` decides whether the entry can be a bot at all. It touches nothing, so a refused
+   bot leaves nothing behind, not even `~/.iota`.
+2. `open_bot` takes the bot's lock before it reads or writes anything else in the directory.
+   The lock, not the pointer, is what keeps two processes from writing one conversation, and it
+   is held for the whole process. A killed holder never blocks the next start (the kernel drops
+   its flock; see iota.locking).
+3. With no pointer, the bundle is written first and the pointer published after it. A crash in
+   between leaves an orphan empty bundle, which is harmless; the other order could leave a
+   pointer to nothing. With a pointer, that bundle is opened — and a pointer that is missing its
+   bundle, or cannot be read, is an error that says how to recover. Starting a fresh
+   conversation instead would quietly abandon the old one, which is the one thing a bot must
+   never do.
+
+Other modes must not write a bot's session (its pointer would then name a conversation someone
+else changed under it), so `iota resume` and the `/session` picker ask `owning_bot` and
+`bot_session_ids` first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from iota import locking
+from iota.config import AgentConfig, ResolvedModel, format_size
+from iota.errors import BotError
+from iota.memory import go_quote
+from iota.memory_file import ensure_memory
+from iota.messages import SYSTEM, Message
+from iota.paths import bots_dir, sessions_dir
+from iota.session import META_NAME, Session, _parse_stamp, write_atomically
+from iota.session_log import json_bytes
+
+POINTER_NAME = "bot.json"
+LOCK_NAME = "lock"
+
+# Below this the memory and the room a bot keeps free for compaction would fill the window
+# within a few turns.
+MIN_CONTEXT_WINDOW = 32_000
+# Away this long or more, the bot is told how long it has been.
+AWAY_NOTICE_SECONDS = 3600
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# A session id in a pointer becomes a path under the sessions dir: nothing but letters and
+# digits may reach it, or a hand-edited pointer could name a directory outside it.
+_SESSION_ID = re.compile(r"[0-9A-Za-z]+")
+_WINDOW_SOURCES = {"agent": "context_window: in its config", "default": "the default"}
+
+# How a broken pointer is fixed, whichever check found it.
+_STARTS_OVER = " (without it the bot starts a new session; memory is kept)"
+
+NO_SAVE_FLAG_REFUSAL = "--no-save contradicts mode: bot"
+SYSTEM_PROMPT_UPDATED = "system prompt updated from config"
+
+
+# -- what a bot needs ------------------------------------------------------------------------------
+
+
+def check_bot(agent: AgentConfig, model: ResolvedModel) -> None:
+    """Raise BotError if `agent` (with its resolved `model`) cannot run as a bot. Touches no file."""
+    name = go_quote(agent.name)
+    if agent.no_save:
+        raise BotError(f"agents.{agent.name}: no_save contradicts mode: bot")
+    if model.context_window < MIN_CONTEXT_WINDOW:
+        where = _WINDOW_SOURCES.get(model.window_source, f"context_window: of model {model.name}")
+        raise BotError(f"bot {name} needs a context window of at least {format_size(MIN_CONTEXT_WINDOW)}, "
+                       f"this one is {format_size(model.context_window)} ({where})")
+    # The bot needs usage to know when to compact, and tools to write its memory.
+    if not (model.reports_usage and model.supports_tools):
+        raise BotError(f"bot {name} needs a chat model that reports token usage and supports tools")
+    _check_name(agent.name)
+
+
+def check_bot_run(name: str, *, headless: bool, no_save: bool) -> None:
+    """Refuse the command-line flags a bot cannot honour: `-m` (a bot is interactive) and `--no-save`."""
+    if headless:
+        raise BotError(f"bot agents are interactive-only for now; run iota run {name}")
+    if no_save:
+        raise BotError(NO_SAVE_FLAG_REFUSAL)
+
+
+def bot_dir(name: str) -> Path:
+    """`~/.iota/bots/<name>`; a name that cannot be a directory there is refused."""
+    _check_name(name)
+    return bots_dir() / name
+
+
+def _check_name(name: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise BotError(f'bot name {go_quote(name)} must be letters, digits, ".", "_" or "-", at most 64 '
+                       "characters, starting with a letter or digit")
+
+
+# -- the start sequence ----------------------------------------------------------------------------
+
+
+@dataclass
+class BotStart:
+    """A running bot's hold on its directory and conversation; keep it until the process ends.
+
+    `notices` are the resume notices (how long it was away, then where it moved); the chat shows
+    each and records it as a `notice` message before the first request. `created` says the session was made by this
+    start (there is nothing to resume or echo).
+    """
+
+    name: str
+    dir: Path
+    lock: locking.HeldLock
+    session: Session
+    created: bool
+    notices: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Close the session, then let the next process have the bot. Safe to call twice."""
+        try:
+            self.session.close()
+        finally:
+            self.lock.release()
+
+    def __enter__(self) -> BotStart:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: datetime | None = None) -> BotStart:
+    """Start bot `name` in `project_root` with `model`: lock it, make sure of its memory, and create
+    or resume its one session. Call `check_bot` first. `now` (time-zone aware) is the time the
+    away notice measures against.
+
+    The model's settings and the project root are written to the session's meta at every start:
+    the config, not the last run, decides them.
+    """
+    directory = bot_dir(name)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BotError(f"cannot create {directory}: {exc.strerror}") from exc
+    lock = locking.acquire(directory / LOCK_NAME, lambda pid: _lock_refusal(name, pid))
+    try:
+        try:
+            ensure_memory(directory, name)
+        except OSError as exc:
+            raise BotError(f"cannot create the memory in {directory}: {exc.strerror}") from exc
+        pointer = directory / POINTER_NAME
+        try:
+            session_id = _read_pointer(pointer)
+        except _BadPointer as bad:
+            raise BotError(f"cannot tell which session bot {name} has: {bad.reason}; {bad.fix}") from None
+        run = _run_fields(model, project_root)
+        if session_id is None:
+            session = _create_session(name, pointer, run)
+            return BotStart(name, directory, lock, session, created=True)
+        bundle = sessions_dir() / session_id
+        if not (bundle / META_NAME).is_file():
+            raise BotError(f"bot {name}'s session {session_id} is missing: restore {bundle}, "
+                           f"or delete {pointer} to start over (memory is kept)")
+        session = Session.open(bundle)
+        # The away notice measures from the last real write, so it is read before this start
+        # stamps anything.
+        notices = resume_notices(session.meta, project_root, now or datetime.now().astimezone())
+        try:
+            pass
+        except BaseException:
+            session.close()
+            raise
+        return BotStart(name, directory, lock, session, created=False, notices=notices)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _lock_refusal(name: str, pid: int | None) -> str:
+    holder = f" (pid {pid})" if pid is not None else ""
+    return f"bot {name} is open in another iota process{holder}"
+
+
+def _run_fields(model: ResolvedModel, project_root: Path) -> dict[str, Any]:
+    """What this run decides in the session's meta (None clears a setting the config dropped)."""
+    return dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
+                context_window=model.context_window, effort=model.effort, cwd=str(project_root))
+
+
+def _create_session(name: str, pointer: Path, run: dict[str, Any]) -> Session:
+    # Created eagerly, so the bot's conversation is in `iota list sessions` from its first start.
+    session = Session.create(sessions_dir(), title=name, agent=name, **run)
+    try:
+        write_atomically(pointer, json_bytes({"session": session.id}, separators=(",", ":")) + b"\n")
+    except BaseException as exc:
+        session.close()
+        if isinstance(exc, OSError):
+            raise BotError(f"cannot write {pointer}: {exc.strerror}; bot {name} was not started") from exc
+        raise
+    return session
+
+
+# -- resuming --------------------------------------------------------------------------------------
+
+
+def resume_notices(meta: dict[str, Any], project_root: Path, now: datetime) -> list[str]:
+    """What a resumed bot is told: how long it was away (an hour or more), and that it moved
+    project. meta is read as the last run left it."""
+    notices = []
+    stamp = meta.get("updated_at")
+    last = _parse_stamp(stamp) if isinstance(stamp, str) else None
+    if last is not None and (now - last).total_seconds() >= AWAY_NOTICE_SECONDS:
+        local = last.astimezone().strftime("%Y-%m-%d %H:%M")
+        notices.append(f"Resumed after {_away_for((now - last).total_seconds())} (last activity {local})")
+    old_root, new_root = meta.get("cwd"), str(project_root)
+    if isinstance(old_root, str) and old_root and old_root != new_root:
+        notices.append(f"Resumed in a different project: {old_root} → {new_root}")
+    return notices
+
+
+def _away_for(seconds: float) -> str:
+    # The largest whole unit; the notice starts at an hour, so minutes never come to it.
+    days, hours = int(seconds // 86400), int(seconds // 3600)
+    count, unit = (days, "day") if days else (hours, "hour")
+    return f"{count} {unit}{'s' if count != 1 else ''}"
+
+
+def system_record_change(view_messages: list[Message], instructions: str) -> Message | None:
+    """The system record to append when the config's system prompt (`instructions`) differs from
+    the one the conversation holds: the new prompt, or a `system_cleared` record when the config
+    no longer has one. None when they agree. Show `SYSTEM_PROMPT_UPDATED` with it."""
+    current = next((message.content for message in view_messages if message.role == SYSTEM), "")
+    if instructions == current:
+        return None
+    return Message(SYSTEM, content=instructions) if instructions else Message(SYSTEM, system_cleared=True)
+
+
+# -- which sessions are bots' ----------------------------------------------------------------------
+
+
+def owning_bot(session_id: str) -> str | None:
+    """The bot whose pointer names `session_id`, if any. A pointer that cannot be read raises
+    BotError: without it nobody can tell, and writing a bot's session from elsewhere is worse
+    than refusing."""
+    for pointer, pointed in _pointers(lambda why: f"cannot tell whether session {session_id} belongs to a bot: {why}"):
+        if pointed == session_id:
+            return pointer.parent.name
+    return None
+
+
+def check_not_bot_session(session_id: str) -> None:
+    """Refuse to resume (or switch to, or delete) a bot's session from anywhere but the bot."""
+    bot = owning_bot(session_id)
+    if bot is not None:
+        raise BotError(f"session {session_id} belongs to bot {bot}; run iota run {bot}")
+
+
+def bot_session_ids() -> set[str]:
+    """The ids every bot's pointer names, for pickers that leave bots' sessions out."""
+    return {pointed for _, pointed in _pointers(lambda why: f"cannot tell which sessions belong to bots: {why}")}
+
+
+def _pointers(context: Callable[[str], str]) -> Iterator[tuple[Path, str]]:
+    """(pointer, session id) of every bot that has one; `context(reason)` starts the error for a
+    pointer that cannot be read."""
+    try:
+        pointers = sorted(bots_dir().glob(f"*/{POINTER_NAME}"))
+    except OSError as exc:
+        raise BotError(context(f"cannot list {bots_dir()}: {exc.strerror}")) from exc
+    for pointer in pointers:
+        try:
+            session_id = _read_pointer(pointer)
+        except _BadPointer as bad:
+            raise BotError(f"{context(bad.reason)}; {bad.fix}") from None
+        if session_id is not None:
+            yield pointer, session_id
+
+
+class _BadPointer(Exception):
+    """A pointer that exists but cannot be used: `reason` says why, `fix` how to recover."""
+
+    def __init__(self, reason: str, fix: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix
+
+
+def _read_pointer(pointer: Path) -> str | None:
+    """The session id in `pointer`, None if there is no pointer (the bot has no session yet)."""
+    try:
+        data = pointer.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _BadPointer(f"cannot read {pointer}: {exc.strerror}", f"make {pointer} readable, or delete it{_STARTS_OVER}") from exc
+    repair = f"repair or delete {pointer}{_STARTS_OVER}"
+    try:
+        record = json.loads(data)
+    except ValueError as exc:
+        raise _BadPointer(f"{pointer} is not valid JSON ({exc})", repair) from None
+    session_id = record.get("session") if isinstance(record, dict) else None
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise _BadPointer(f'{pointer} does not hold a session id (want {{"session":"<id>"}})', repair)
+    return session_id
