@@ -15,7 +15,7 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Choose, Notice, Panel, TextDelta, TurnEnded, UserEcho
+from actors.events import Notice, Panel, TextDelta, TurnEnded, UserEcho
 from actors.lane import Lane
 from iota import __version__, paths
 from iota import config as config_module
@@ -74,6 +74,7 @@ async def save(lane: Lane, title: str) -> None:
         lane.notice(f"Save failed: {error}", warning=True)
         return
     lane.notice(f"Session saved: {session.id} — auto-saving from now on.")
+    lane.report_session()
 
 
 async def export(lane: Lane, argument: str) -> None:
@@ -105,7 +106,7 @@ async def choose_model(lane: Lane, argument: str) -> None:
     if argument:
         choice = argument
     else:
-        index = await _choose(lane, f"Model (now {lane.setup.model.name})", tuple(names))
+        index = await lane.ask(f"Model (now {lane.setup.model.name})", tuple(names))
         if index is None:
             return
         choice = names[index]
@@ -145,7 +146,7 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
 async def sessions(lane: Lane, argument: str) -> None:
     """`/session`: resume another saved session here, or delete one. Sessions open in another
     process are not offered, and neither is the one this chat is writing."""
-    action = await _choose(lane, "Session", ("Resume", "Delete"))
+    action = await lane.ask("Session", ("Resume", "Delete"))
     if action is None:
         return
     current = lane.conversation.session
@@ -155,7 +156,7 @@ async def sessions(lane: Lane, argument: str) -> None:
     if not candidates:
         lane.notice("No other saved sessions.")
         return
-    index = await _choose(lane, "Resume which session?" if action == 0 else "Delete which session?",
+    index = await lane.ask("Resume which session?" if action == 0 else "Delete which session?",
                           tuple(session_label(info, now) for info in candidates))
     if index is None:
         return
@@ -179,12 +180,6 @@ async def sessions(lane: Lane, argument: str) -> None:
 def _scope(lane: Lane) -> Path:
     setup = lane.setup
     return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
-
-
-async def _choose(lane: Lane, title: str, options: tuple[str, ...]) -> int | None:
-    send, receive = trio.open_memory_channel(1)
-    lane.emit(Choose(title, options, send))
-    return await receive.receive()
 
 
 def _full_log(session: Session) -> list[Message]:

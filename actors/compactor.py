@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import trio
 
-from actors.events import Choose
 from actors.lane import Lane
 from iota import compaction
 from iota.compaction import Compacted, CompactionFailed
@@ -33,11 +32,9 @@ class CompactionOffer:
         threshold = compaction.snoozed(compaction.normal_threshold(window), window, self.declined_at)
         if not lane.meter.reaches(threshold, adding=[user]):
             return
-        send, receive = trio.open_memory_channel(1)
-        lane.emit(Choose(compaction.offer_question(lane.meter.status()),
-                         (compaction.COMPACT_NOW, compaction.NOT_NOW), send))
-        lane.set_running("Waiting for your answer")
-        if await receive.receive() == 0:
+        answer = await lane.ask(compaction.offer_question(lane.meter.status()),
+                                (compaction.COMPACT_NOW, compaction.NOT_NOW))
+        if answer == 0:
             self.declined_at = None
             await compact_now(lane)
         else:

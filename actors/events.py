@@ -43,6 +43,13 @@ class Leave:
     code: int = 0
 
 
+@dataclass(frozen=True)
+class Focus:
+    """The terminal reported focus in (`ESC [ I`) or out (`ESC [ O`)."""
+
+    focused: bool
+
+
 # ---- to the face -----------------------------------------------------------------------------
 
 

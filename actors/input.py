@@ -5,6 +5,7 @@
     Interrupt          Ctrl+C: cancel the running job; at an idle prompt, leave with 130
     CancelInnermost    Esc: cancel the stream or the shell call only
     Leave(code)        Ctrl+D: leave with `code`
+    Focus(focused)     the terminal gained or lost focus: the host's attention pings follow it
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from typing import Callable
 
 import trio
 
-from actors.events import CancelInnermost, Interrupt, Leave, Submit
+from actors.events import CancelInnermost, Focus, Interrupt, Leave, Submit
 from actors.lane import Command, Lane, UserMessage
+from actors.notifier import HostLink
 
 EXIT_INTERRUPTED = 130
 
 
-async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, leave: Callable[[int], None], *,
-              task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, leave: Callable[[int], None],
+              link: HostLink, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """`commands` maps a slash command's name to (help, body), `async def body(lane, argument)`;
     `/quit` is answered here, since leaving must not wait behind the queue."""
     task_status.started()
@@ -41,3 +43,5 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
             lane.cancel_innermost()
         elif isinstance(item, Leave):
             leave(item.code)
+        elif isinstance(item, Focus):
+            link.focus(item.focused)

@@ -21,6 +21,7 @@ from typing import Awaitable, Callable
 import trio
 from trio_util import RepeatedEvent
 
+from actors.notifier import HostLink
 from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
@@ -29,6 +30,7 @@ from iota.compaction import Meter
 from iota.conversation import Conversation, notice
 from iota.errors import IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
+from iota.hosts import PingKind, State
 from iota.session import Session
 from iota.tools.base import ToolResult, Toolbox
 
@@ -90,11 +92,12 @@ APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY)
 
 class Lane:
     def __init__(self, setup: ChatSetup, conversation: Conversation, toolbox: Toolbox,
-                 events: trio.MemorySendChannel):
+                 events: trio.MemorySendChannel, host: HostLink):
         self.setup = setup
         self.conversation = conversation
         self.toolbox = toolbox
         self.events = events
+        self.host = host
         self.inbox = Inbox()
         self.approvals = Approvals(self._ask_approval)
         self._job_scope: trio.CancelScope | None = None
@@ -133,6 +136,7 @@ class Lane:
         """Continue in another saved session (`/session`); the caller closes the old one."""
         self.conversation.switch_to(session)
         self.meter.seed(self.conversation.messages, session.view.last_usage)
+        self.report_session()
         self.show_status()
 
     @property
@@ -150,6 +154,8 @@ class Lane:
         while True:
             job = await self.inbox.get()
             self._idle = trio.Event()
+            self.host.state(State.BUSY)
+            self._failed = False
             try:
                 with trio.CancelScope() as self._job_scope:
                     await self._run(job)
@@ -157,6 +163,8 @@ class Lane:
                 self._job_scope = None
                 self.set_running("")
                 self._idle.set()
+            if not self.inbox:
+                self.host.state(State.ERROR if self._failed else State.IDLE)
 
     async def _run(self, job: Job) -> None:
         if isinstance(job, UserMessage):
@@ -183,12 +191,15 @@ class Lane:
         except IotaError as error:
             self.emit(ErrorLine(str(error)))
             self.emit(TurnEnded(failed=True))
+            self._failed = True
+            self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
             return
         finally:
             self._turn = None
             self._job_scope = None
         await self.keep([user, *turn.messages])
         self.emit(TurnEnded(interrupted=turn.interrupted))
+        self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def keep(self, records: list[Message]) -> None:
         """Save records to the conversation, shielded: a write that must not be torn."""
@@ -227,13 +238,31 @@ class Lane:
                          queued=len(self.inbox)))
 
     async def _ask_approval(self, tool_name: str, label: str) -> Decision:
+        answer = await self.ask(f"{label} wants to modify files — allow?", tuple(d.value for d in APPROVAL_OPTIONS),
+                                ping=f"{label} wants to modify files")
+        return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
+
+    async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None) -> int | None:
+        """Show a select and wait for the answer (None: Esc). While it waits, the host shows the
+        chat as needing input, and `ping` (if given) asks for attention."""
         send, receive = trio.open_memory_channel(1)
-        self.emit(Choose(f"{label} wants to modify files — allow?", tuple(d.value for d in APPROVAL_OPTIONS), send))
+        self.emit(Choose(title, options, send))
         before = self._running
         self.set_running("Waiting for your answer")
-        answer = await receive.receive()
-        self.set_running(before)
-        return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
+        self.host.state(State.NEEDS_INPUT)
+        if ping:
+            self.host.notify(PingKind.NEEDS_INPUT, ping)
+        try:
+            return await receive.receive()
+        finally:
+            self.host.state(State.BUSY)
+            self.set_running(before)
+
+    def report_session(self) -> None:
+        """Tell the host which session this chat writes (at start, after /save, after a switch)."""
+        session = self.conversation.session
+        if session is not None:
+            self.host.session(session.id, session.dir)
 
 
 class _Observer:
@@ -253,6 +282,11 @@ class _Observer:
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")
         self.lane.emit(ToolEnded(call.id, call.name, summarize(result), result.display, result.is_error))
+
+
+def _ping_text(turn: Turn) -> str:
+    reply = " ".join(turn.reply.split())
+    return "iota: " + (reply[:117] + "…" if len(reply) > 120 else reply or "turn finished")
 
 
 def summarize(result: ToolResult) -> str:

@@ -22,10 +22,13 @@ from typing import Awaitable, Callable
 import trio
 
 from actors import input as input_actor
+from actors import notifier
+from actors.notifier import open_host_link
 from actors.events import Card, Notice
 from actors.lane import JobNote, Lane
 from iota.chat import ChatSetup
 from iota.conversation import Conversation
+from iota.hosts import Host, detect
 
 # How long a leaving chat waits for an interrupted turn to be saved.
 SAVE_ON_EXIT_SECONDS = 5.0
@@ -46,6 +49,9 @@ class ChatParts:
     background: list[Callable[[], object]] = field(default_factory=list)
     # Runs before each user message is sent: the compaction offer (chat, agent).
     before_send: Callable | None = None
+    host: Host = field(default_factory=lambda: detect({}))
+    # Writes the terminal's escape sequences (progress, attention pings); None writes nothing.
+    write_terminal: Callable[[bytes], Awaitable[None]] | None = None
 
 
 async def run_chat(parts: ChatParts, face: Face) -> int:
@@ -62,9 +68,20 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
     events_send, events_receive = trio.open_memory_channel(math.inf)
     inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
     notes_send, notes_receive = trio.open_memory_channel(math.inf)
+    link, link_receive = open_host_link()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(face, events_receive, inputs_send)
         events_send.send_nowait(parts.card)
+        notifier_done = trio.Event()
+
+        async def run_notifier(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            try:
+                await notifier.run(link_receive, parts.host, notify=parts.setup.agent.notify,
+                                   write_terminal=parts.write_terminal, task_status=task_status)
+            finally:
+                notifier_done.set()
+
+        await nursery.start(run_notifier)
         for event in parts.opening:
             events_send.send_nowait(event)
         for work in parts.background:
@@ -73,10 +90,11 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
             for warning in parts.setup.warnings:
                 if warning not in parts.card.warnings:
                     events_send.send_nowait(Notice(warning, warning=True))
-            lane = Lane(parts.setup, parts.conversation, toolbox, events_send)
+            lane = Lane(parts.setup, parts.conversation, toolbox, events_send, link)
             lane.before_send = parts.before_send
             await nursery.start(lane.run)
-            await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave)
+            lane.report_session()
+            await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave, link)
             nursery.start_soon(_forward_job_notes, notes_receive, lane)
             nursery.start_soon(_watch_signals, lane, leave, nursery.cancel_scope)
             await leaving.wait()
@@ -84,6 +102,9 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
                 lane.interrupt()
                 with trio.move_on_after(SAVE_ON_EXIT_SECONDS):
                     await lane.wait_idle()
+        link.close()  # the notifier says goodbye to the host (bounded) and returns
+        with trio.move_on_after(notifier.EXIT_SECONDS + 1):
+            await notifier_done.wait()
         nursery.cancel_scope.cancel()
     return exit_status
 

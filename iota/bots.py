@@ -184,7 +184,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         # stamps anything.
         notices = resume_notices(session.meta, project_root, now or datetime.now().astimezone())
         try:
-            pass
+            session.update_meta(**run)
         except BaseException:
             session.close()
             raise
@@ -281,11 +281,7 @@ def bot_session_ids() -> set[str]:
 def _pointers(context: Callable[[str], str]) -> Iterator[tuple[Path, str]]:
     """(pointer, session id) of every bot that has one; `context(reason)` starts the error for a
     pointer that cannot be read."""
-    try:
-        pointers = sorted(bots_dir().glob(f"*/{POINTER_NAME}"))
-    except OSError as exc:
-        raise BotError(context(f"cannot list {bots_dir()}: {exc.strerror}")) from exc
-    for pointer in pointers:
+    for pointer in sorted(bots_dir().glob(f"*/{POINTER_NAME}")):
         try:
             session_id = _read_pointer(pointer)
         except _BadPointer as bad:
@@ -310,7 +306,8 @@ def _read_pointer(pointer: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _BadPointer(f"cannot read {pointer}: {exc.strerror}", f"make {pointer} readable, or delete it{_STARTS_OVER}") from exc
+        raise _BadPointer(f"cannot read {pointer}: {exc.strerror}",
+                          f"make {pointer} readable, or delete it{_STARTS_OVER}") from exc
     repair = f"repair or delete {pointer}{_STARTS_OVER}"
     try:
         record = json.loads(data)

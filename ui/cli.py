@@ -70,6 +70,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BaseExceptionGroup as group:
+        # trio's nurseries wrap what their tasks raise; an error of ours inside is still ours.
+        interrupted, rest = group.split(KeyboardInterrupt)
+        if interrupted is not None and rest is None:
+            return EXIT_INTERRUPTED
+        ours, rest = group.split(IotaError)
+        if ours is None or rest is not None:
+            raise
+        print(f"Error: {_first(ours)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    while isinstance(group, BaseExceptionGroup):
+        group = group.exceptions[0]
+    return group
 
 
 def dispatch(args: argparse.Namespace) -> int:

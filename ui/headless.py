@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 import trio
 
 from iota import config as config_module
+from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
 from iota.errors import BotError, SessionError
+from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
 
 EXIT_OK = 0
@@ -43,6 +46,8 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
             raise BotError(f"bot agents are interactive-only for now; run iota run {agent.name}")
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              replay=bundle.meta if bundle else None, interactive=False)
+        setup.host_lines = host_lines(detect(os.environ))
+        setup.provider()  # a missing key is reported before anything starts
         history = [m for m in bundle.view.messages if m.role != SYSTEM] if bundle else []
         if bundle is not None:
             print(f"Resumed session {bundle.id} ({bundle.meta.get('message_count', 0)} messages)", file=sys.stderr)
@@ -61,7 +66,7 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
 
 async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int) -> Turn:
     turn = Turn()
-    async with setup.open_tools() as toolbox:
+    async with host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
         request = setup.request(history + [Message(USER, content=message)], toolbox)
         await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None), max_turns=max_turns)
     return turn

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.config import Config
 from iota.conversation import Conversation
 from iota.errors import IotaError, NotYetError
+from iota.hosts import detect, host_lines
 from iota.session import Session, list_sessions, resolve_session, session_label
 from ui.app import ChatApp
 
@@ -44,6 +46,8 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
     try:
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              replay=session.meta if session else None)
+        host = detect(os.environ)
+        setup.host_lines = host_lines(host)
         if session is None and not (args.no_save or agent.no_save):
             session = Session.new(_bucket(setup), **_meta(setup))
         if session is not None and session.on_disk:
@@ -55,7 +59,7 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
             opening = []
             label = f"session {session.id}" if session else "not saved"
         commands = {name: entry for name, entry in COMMANDS.items() if name != "skills" or setup.mode != "chat"}
-        parts = ChatParts(setup=setup, conversation=conversation, card=_card(setup, label), commands=commands,
+        parts = ChatParts(host=host, write_terminal=_write_terminal, setup=setup, conversation=conversation, card=_card(setup, label, host.name), commands=commands,
                           opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                                    *opening],
                           background=_background(setup), before_send=CompactionOffer())
@@ -99,6 +103,12 @@ async def _choose_once(title: str, options: tuple[str, ...]) -> int | None:
     return answer
 
 
+async def _write_terminal(data: bytes) -> None:
+    """The host's escape sequences go straight to the terminal, between urwid's redraws (both
+    write from this thread, so neither splits the other)."""
+    os.write(1, data)
+
+
 def _bucket(setup: ChatSetup) -> Path:
     return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
 
@@ -110,9 +120,9 @@ def _meta(setup: ChatSetup) -> dict:
                 agent=setup.agent.name)
 
 
-def _card(setup: ChatSetup, session_label: str) -> Card:
+def _card(setup: ChatSetup, session_label: str, host: str | None) -> Card:
     directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
-    return Card(version=__version__, mode=setup.mode, session=session_label, host=None, directory=directory,
+    return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
                 warnings=tuple(setup.warnings))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -29,10 +30,16 @@ def chat(iota, terminal):
     return start
 
 
-def saved_records(project=None):
-    """Every record of the one saved session."""
+def saved_records(project=None, timeout: float = 5.0):
+    """Every record of the one saved session (waiting for it: a turn is saved just after its
+    reply is drawn)."""
     root = paths.project_sessions_dir(project) if project else paths.sessions_dir()
-    bundles = [p for p in root.iterdir() if (p / "meta.json").exists()]
+    deadline = time.monotonic() + timeout
+    while True:
+        bundles = [p for p in root.iterdir() if (p / "meta.json").exists()] if root.exists() else []
+        if bundles or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert len(bundles) == 1, bundles
     lines = (bundles[0] / "messages.jsonl").read_text().splitlines()
     return bundles[0], [json.loads(line) for line in lines]
@@ -276,9 +283,21 @@ def make_chat_session(title: str, user: str, reply: str):
         return s.id
 
 
+def age(session_id: str, hours: int) -> None:
+    """Make a session look last used `hours` ago."""
+    from datetime import datetime, timedelta
+
+    from iota.session import read_meta, render_meta, write_atomically
+
+    bundle = paths.sessions_dir() / session_id
+    meta = read_meta(bundle)
+    meta["updated_at"] = (datetime.now().astimezone() - timedelta(hours=hours)).replace(microsecond=0).isoformat()
+    write_atomically(bundle / "meta.json", render_meta(meta))
+
+
 def test_resume_without_an_id_opens_a_picker(iota, chat):
     iota.write_config("  chat: {model: m}\n")
-    make_chat_session("Older", "old question", "old answer")
+    age(make_chat_session("Older", "old question", "old answer"), 5)
     newest = make_chat_session("Newest", "new question", "new answer")
     screen = terminal_start(iota, chat, "resume")
     screen.wait_for("Resume which session?")

@@ -1,0 +1,493 @@
+"""The turn lane (actors.lane) with a real ChatSetup from a config in the tmp HOME that points at
+the fake model server: jobs in order, queueing, Ctrl+C, failed turns, approvals, and the slash
+commands of actors/commands.py.
+
+The lane talks real HTTP to the fake server on 127.0.0.1, so these tests run on trio's real
+clock; `fail_after` bounds only keep a broken lane from hanging the suite. Tests without any
+model traffic use `wait_all_tasks_blocked` to know the lane has settled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
+
+from actors.commands import COMMANDS
+from actors.events import Choose, ErrorLine, Notice, Panel, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
+from actors.lane import Command, JobNote, Lane, UserMessage
+from actors.notifier import open_host_link
+from iota import config as config_module
+from iota import paths
+from iota.chat import ChatSetup, prepare_chat
+from iota.conversation import Conversation
+from iota.messages import Message
+from iota.session import Session
+from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
+
+BOUND = 10  # seconds: a bound on a hang, never a measurement
+DECLINED = "The user declined this call."
+
+
+@pytest.fixture
+def project(tmp_path, fake_home, fake_model) -> Path:
+    (fake_home / ".iota.yaml").write_text(
+        f"providers:\n  fake: {{type: openai, url: '{fake_model.openai_url}', key: test-key}}\n"
+        "models:\n  m: {provider: fake, id: fake-model, context_window: 200k}\n"
+        "agents:\n"
+        "  chat:\n    model: m\n"
+        "  coder:\n    model: m\n    tools:\n      code:\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    return project
+
+
+@pytest.fixture
+def session():
+    """A saving session in the flat sessions dir, written by its first append."""
+    session = Session.new(paths.sessions_dir(), provider="fake", model="fake-model")
+    yield session
+    session.close()
+
+
+@dataclass
+class Chat:
+    lane: Lane
+    setup: ChatSetup
+    conversation: Conversation
+    events: trio.MemoryReceiveChannel
+    seen: list = field(default_factory=list)
+
+    def submit(self, text: str) -> None:
+        self.lane.submit(UserMessage(text))
+
+    def command(self, name: str, argument: str = "") -> None:
+        """What the input actor submits for `/name argument`."""
+        self.lane.submit(Command(name, argument, COMMANDS[name][1]))
+
+    async def until(self, match) -> list:
+        """The events up to and including the first that `match` accepts (a type, or a predicate)."""
+        accepts = (lambda e: isinstance(e, match)) if isinstance(match, type) else match
+        got = []
+        with trio.fail_after(BOUND):
+            async for event in self.events:
+                self.seen.append(event)
+                got.append(event)
+                if accepts(event):
+                    return got
+        raise AssertionError(f"the events ended before a match; got {got}")
+
+    def pending(self) -> list:
+        """Events already sent and not yet read."""
+        got = []
+        while True:
+            try:
+                event = self.events.receive_nowait()
+            except trio.WouldBlock:
+                return got
+            self.seen.append(event)
+            got.append(event)
+
+
+@pytest.fixture
+def open_lane(project):
+    @asynccontextmanager
+    async def open_(conversation: Conversation | None = None, agent: str = "chat"):
+        loaded = config_module.load(project)
+        setup = prepare_chat(loaded, config_module.find_agent(loaded, agent), project)
+        conversation = conversation if conversation is not None else Conversation(instructions=setup.instructions)
+        send, receive = trio.open_memory_channel(math.inf)
+        link, _host_messages = open_host_link()  # nobody plays the host: posting never blocks
+        try:
+            async with setup.open_tools() as toolbox:
+                lane = Lane(setup, conversation, toolbox, send, link)
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(lane.run)
+                    yield Chat(lane, setup, conversation, receive)
+                    nursery.cancel_scope.cancel()
+        finally:
+            if setup._provider is not None:
+                await setup._provider.aclose()
+
+    return open_
+
+
+def records(session: Session) -> list[dict]:
+    log = session.dir / "messages.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def user_texts(model, n: int) -> list[str]:
+    return [m["content"] for m in model.requests[n].body["messages"] if m["role"] == "user"]
+
+
+def blocking_command(log: list[str], name: str, release: trio.Event | None = None):
+    async def body(lane: Lane, argument: str) -> None:
+        log.append(f"start {name}")
+        try:
+            if release is not None:
+                await release.wait()
+        finally:
+            log.append(f"end {name}")
+
+    return Command(name, "", body)
+
+
+# ---- one job at a time ------------------------------------------------------------------------
+
+
+async def test_jobs_run_one_at_a_time_in_arrival_order(open_lane):
+    log: list[str] = []
+    release_a = trio.Event()
+    async with open_lane() as chat:
+        chat.lane.submit(blocking_command(log, "a", release_a))
+        chat.lane.submit(blocking_command(log, "b"))
+        chat.lane.submit(blocking_command(log, "c"))
+        await wait_all_tasks_blocked()
+        assert log == ["start a"]  # b and c wait behind a
+        assert chat.lane.busy
+        release_a.set()
+        with trio.fail_after(BOUND):
+            await chat.lane.wait_idle()
+            while len(log) < 6:
+                await wait_all_tasks_blocked()
+        assert log == ["start a", "end a", "start b", "end b", "start c", "end c"]
+        assert not chat.lane.busy
+
+
+async def test_user_turns_run_in_order_each_seeing_the_ones_before(open_lane, fake_model):
+    for reply in ("one", "two", "three"):
+        fake_model.reply(reply)
+    async with open_lane() as chat:
+        for text in ("first", "second", "third"):
+            chat.submit(text)
+        events = []
+        for _ in range(3):
+            events += await chat.until(TurnEnded)
+    story = [(type(e).__name__, getattr(e, "text", None)) for e in events if not isinstance(e, (Status, TextDelta))]
+    assert story == [("UserEcho", "first"), ("TurnEnded", None), ("UserEcho", "second"), ("TurnEnded", None),
+                     ("UserEcho", "third"), ("TurnEnded", None)]
+    assert user_texts(fake_model, 0) == ["first"]
+    assert user_texts(fake_model, 2) == ["first", "second", "third"]
+    assert [m["content"] for m in fake_model.requests[2].body["messages"] if m["role"] == "assistant"] == ["one", "two"]
+    assert [(m.role, m.content) for m in chat.conversation.messages] == [
+        ("user", "first"), ("assistant", "one"), ("user", "second"), ("assistant", "two"),
+        ("user", "third"), ("assistant", "three")]
+
+
+async def test_a_message_sent_while_busy_is_queued_and_the_status_says_so(open_lane, fake_model):
+    gate = Gate()
+    fake_model.reply("one two three", pieces=3, gate=gate)
+    fake_model.reply("the second answer")
+    gate.release(1)
+    async with open_lane() as chat:
+        chat.submit("first question")
+        await chat.until(TextDelta)
+        chat.submit("second question")
+        status = (await chat.until(Status))[-1]
+        assert status.queued == 1
+        assert status.running == "Responding"
+        gate.open()
+        await chat.until(TurnEnded)
+        second = await chat.until(TurnEnded)
+        assert UserEcho("second question") in second
+        with trio.fail_after(BOUND):
+            await chat.lane.wait_idle()
+        chat.pending()
+        statuses = [e for e in chat.seen if isinstance(e, Status)]
+        assert statuses[-1].queued == 0 and statuses[-1].running == ""
+    assert user_texts(fake_model, 1) == ["first question", "second question"]
+
+
+async def test_a_job_note_enters_the_conversation_as_a_notice(open_lane, fake_model, session):
+    fake_model.reply("noted")
+    async with open_lane(Conversation(session=session)) as chat:
+        chat.lane.submit(JobNote("background job b1 finished: exit 0"))
+        chat.submit("and now?")
+        await chat.until(TurnEnded)
+    sent = [m for m in fake_model.requests[0].body["messages"] if m["role"] == "user"]
+    assert [m["content"] for m in sent] == ["background job b1 finished: exit 0", "and now?"]
+    assert records(session)[0] == {"role": "user", "content": "background job b1 finished: exit 0", "notice": True}
+
+
+# ---- Ctrl+C -----------------------------------------------------------------------------------
+
+
+async def test_interrupt_is_false_at_an_idle_lane(open_lane):
+    async with open_lane() as chat:
+        await wait_all_tasks_blocked()
+        assert chat.lane.interrupt() is False
+        assert not chat.lane.busy
+
+
+@pytest.mark.parametrize("saving", [False, True], ids=["no session", "session"])
+async def test_interrupt_cancels_the_running_turn_which_is_kept_with_its_partial_reply(
+        open_lane, fake_model, session, saving):
+    gate = Gate()
+    fake_model.reply("partialXreplyYmore!!!", pieces=3, gate=gate)  # pieces "partial", "Xreply…"
+    fake_model.reply("still here")
+    gate.release(1)
+    conversation = Conversation(session=session if saving else None)
+    async with open_lane(conversation) as chat:
+        chat.submit("tell me a story")
+        await chat.until(TextDelta)
+        assert chat.lane.interrupt() is True
+        ended = (await chat.until(TurnEnded))[-1]
+        assert ended == TurnEnded(interrupted=True)
+        assert await trio.to_thread.run_sync(fake_model.requests[0].wait_done)
+        assert fake_model.requests[0].disconnected
+        with trio.fail_after(BOUND):
+            await chat.lane.wait_idle()
+        kept = [(m.role, m.content, m.interrupted) for m in conversation.messages]
+        assert kept == [("user", "tell me a story", False), ("assistant", "partial", True)]
+        # the chat goes on, and the next request carries the partial reply
+        chat.submit("are you there?")
+        await chat.until(TurnEnded)
+    assert [(m["role"], m["content"]) for m in fake_model.requests[1].body["messages"] if m["role"] != "system"] == [
+        ("user", "tell me a story"), ("assistant", "partial"), ("user", "are you there?")]
+    if saving:
+        assert records(session)[:2] == [{"role": "user", "content": "tell me a story"},
+                                        {"role": "assistant", "content": "partial", "interrupted": True}]
+        assert len(records(session)) == 4
+    else:
+        assert not paths.sessions_dir().exists()
+
+
+async def test_interrupt_during_a_tool_call_answers_it_as_interrupted_and_saves_the_turn(
+        open_lane, fake_model, session, project):
+    """An approval prompt left open is a tool call in progress: Ctrl+C ends the turn, the call is
+    answered as interrupted, and the log stays valid."""
+    fake_model.reply("Writing.", tool_calls=[tool_call("write_file", {"path": "a.md", "content": "x"}, id="w1")])
+    async with open_lane(Conversation(session=session), agent="coder") as chat:
+        chat.submit("write it")
+        await chat.until(Choose)
+        assert chat.lane.interrupt() is True
+        assert (await chat.until(TurnEnded))[-1] == TurnEnded(interrupted=True)
+    assert not (project / "a.md").exists()
+    saved = records(session)
+    assert [r["role"] for r in saved] == ["user", "assistant", "tool"]
+    assert saved[2] == {"role": "tool", "content": "interrupted: no result was recorded", "tool_call_id": "w1",
+                        "tool_call_name": "write_file", "is_error": True}
+
+
+async def test_interrupt_cancels_a_running_command_and_the_lane_goes_on(open_lane):
+    log: list[str] = []
+    async with open_lane() as chat:
+        chat.lane.submit(blocking_command(log, "stuck", trio.Event()))
+        chat.lane.submit(blocking_command(log, "next"))
+        await wait_all_tasks_blocked()
+        assert log == ["start stuck"]
+        assert chat.lane.interrupt() is True
+        with trio.fail_after(BOUND):
+            while len(log) < 4:
+                await wait_all_tasks_blocked()
+        assert log == ["start stuck", "end stuck", "start next", "end next"]
+
+
+# ---- a failed turn ----------------------------------------------------------------------------
+
+
+async def test_a_failed_turn_shows_an_error_and_saves_nothing(open_lane, fake_model, session):
+    fake_model.reply("hello")
+    fake_model.fail(400, message="bad request from the test")
+    fake_model.reply("after the failure")
+    async with open_lane(Conversation(session=session)) as chat:
+        chat.submit("hi")
+        await chat.until(TurnEnded)
+        assert len(records(session)) == 2
+        chat.submit("this one fails")
+        events = await chat.until(TurnEnded)
+        errors = [e for e in events if isinstance(e, ErrorLine)]
+        assert len(errors) == 1 and "bad request from the test" in errors[0].text
+        assert "\n" not in errors[0].text
+        assert events[-1] == TurnEnded(failed=True)
+        assert len(records(session)) == 2
+        assert [m.content for m in chat.conversation.messages] == ["hi", "hello"]
+        chat.submit("try again")
+        await chat.until(TurnEnded)
+    # the failed message was never part of the conversation
+    assert user_texts(fake_model, 2) == ["hi", "try again"]
+    assert [r.get("content") for r in records(session)] == ["hi", "hello", "try again", "after the failure"]
+
+
+async def test_a_failed_first_turn_leaves_no_session_on_disk(open_lane, fake_model, session):
+    fake_model.fail(400)
+    async with open_lane(Conversation(session=session)) as chat:
+        chat.submit("hi")
+        assert (await chat.until(TurnEnded))[-1] == TurnEnded(failed=True)
+    assert not session.on_disk
+    assert not session.dir.exists()
+
+
+# ---- approvals --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer, written, result", [
+    (0, True, "wrote"), (2, False, DECLINED), (None, False, DECLINED)], ids=["allow once", "deny", "esc"])
+async def test_the_approval_prompt_answers_the_gated_call(open_lane, fake_model, project, answer, written, result):
+    fake_model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"}, id="w1")])
+    fake_model.reply("Finished.")
+    async with open_lane(agent="coder") as chat:
+        chat.submit("write notes")
+        events = await chat.until(Choose)
+        choose = events[-1]
+        assert choose.title == "write_file notes.md wants to modify files — allow?"
+        assert choose.options == ("Allow once", "Allow for this session", "Deny")
+        assert ToolStarted("w1", "write_file", "notes.md") in events
+        waiting = [e for e in chat.pending() if isinstance(e, Status)]
+        assert waiting and waiting[-1].running == "Waiting for your answer"
+        assert not (project / "notes.md").exists()  # nothing runs before the answer
+        await choose.reply.send(answer)
+        events = await chat.until(TurnEnded)
+    assert (project / "notes.md").exists() is written
+    tool_message = [m for m in fake_model.requests[1].body["messages"] if m["role"] == "tool"][0]
+    assert tool_message["content"].startswith(result)
+    ended = [e for e in events if isinstance(e, ToolEnded)][0]
+    assert ended.is_error is (not written)
+
+
+async def test_allow_for_this_session_is_not_asked_again(open_lane, fake_model, project):
+    fake_model.reply(tool_calls=[tool_call("write_file", {"path": "a.md", "content": "a"}, id="w1")])
+    fake_model.reply("one")
+    fake_model.reply(tool_calls=[tool_call("write_file", {"path": "b.md", "content": "b"}, id="w2")])
+    fake_model.reply("two")
+    async with open_lane(agent="coder") as chat:
+        chat.submit("write a")
+        choose = (await chat.until(Choose))[-1]
+        await choose.reply.send(1)
+        await chat.until(TurnEnded)
+        chat.submit("write b")
+        events = await chat.until(TurnEnded)
+    assert not any(isinstance(e, Choose) for e in events)
+    assert (project / "a.md").read_text() == "a" and (project / "b.md").read_text() == "b"
+
+
+# ---- slash commands ---------------------------------------------------------------------------
+
+
+def panel_rows(panel: Panel) -> dict[str, str]:
+    return dict(re.split(r"\s{2,}", line, maxsplit=1) for line in panel.text.splitlines())
+
+
+async def test_status_shows_the_model_context_and_that_nothing_is_saved(open_lane, fake_model, project):
+    fake_model.reply("hi", input_tokens=1200, output_tokens=34)
+    async with open_lane() as chat:
+        chat.submit("hello")
+        await chat.until(TurnEnded)
+        chat.command("status")
+        panel = (await chat.until(Panel))[-1]
+    assert panel.title == "Status"
+    rows = panel_rows(panel)
+    assert rows["Model"] == "m (fake:fake-model)"
+    assert rows["Context"] == "1.2k / 200k"
+    assert rows["Project"] == str(project)
+    assert rows["Tools"] == "(none)"
+    assert rows["Mode"] == "chat"
+    assert rows["Session"] == "not saved · /save keeps it"
+    assert rows["Title"] == "(untitled)"
+
+
+async def test_status_of_a_saving_chat_names_its_session_and_tools(open_lane, session):
+    async with open_lane(Conversation(session=session), agent="coder") as chat:
+        chat.command("status")
+        rows = panel_rows((await chat.until(Panel))[-1])
+    assert rows["Session"] == session.id
+    assert "write_file" in rows["Tools"] and "read_file" in rows["Tools"]
+
+
+async def test_save_writes_the_backlog_and_saves_from_then_on(open_lane, fake_model):
+    fake_model.reply("first answer")
+    fake_model.reply("second answer")
+    async with open_lane() as chat:
+        chat.submit("first")
+        await chat.until(TurnEnded)
+        assert not paths.sessions_dir().exists()
+        chat.command("save", "my title")
+        notice = (await chat.until(Notice))[-1]
+        session = chat.conversation.session
+        assert session is not None
+        assert notice == Notice(f"Session saved: {session.id} — auto-saving from now on.")
+        assert session.dir.parent == paths.sessions_dir()
+        assert session.meta["title"] == "my title"
+        assert [r["content"] for r in records(session)] == ["first", "first answer"]
+        chat.submit("second")
+        await chat.until(TurnEnded)
+        assert [r["content"] for r in records(session)] == ["first", "first answer", "second", "second answer"]
+        chat.command("save")
+        again = (await chat.until(Notice))[-1]
+        assert again == Notice(f"Session already saving ({session.id}).")
+        session.close()
+
+
+@pytest.mark.parametrize("saving", [False, True], ids=["no session", "session"])
+async def test_export_writes_html_by_default_and_markdown_for_md(open_lane, fake_model, session, project, saving):
+    fake_model.reply("Answer with <b>tags</b>")
+    async with open_lane(Conversation(session=session if saving else None)) as chat:
+        chat.submit("question & more")
+        await chat.until(TurnEnded)
+        chat.command("export")
+        html_notice = (await chat.until(Notice))[-1]
+        chat.command("export", "chat.md")
+        md_notice = (await chat.until(Notice))[-1]
+    default = project / (f"iota-{session.id}.html" if saving else "iota-chat.html")
+    assert html_notice == Notice(f"Exported 2 messages to {default}")
+    html = default.read_text()
+    assert html.startswith("<!doctype html>")
+    assert "question &amp; more" in html and "Answer with &lt;b&gt;tags&lt;/b&gt;" in html
+    assert md_notice == Notice(f"Exported 2 messages to {project / 'chat.md'}")
+    assert (project / "chat.md").read_text() == (
+        "# iota conversation\n\n## You\n\nquestion & more\n\n## Assistant\n\nAnswer with <b>tags</b>\n")
+
+
+async def test_export_never_overwrites(open_lane, project):
+    (project / "taken.md").write_text("keep me")
+    async with open_lane() as chat:
+        chat.command("export", "taken.md")
+        notice = (await chat.until(Notice))[-1]
+    assert notice.warning
+    assert notice.text == f"{project / 'taken.md'} already exists; /export never overwrites — name another file"
+    assert (project / "taken.md").read_text() == "keep me"
+
+
+async def test_export_of_a_compacted_session_writes_the_whole_log(open_lane, fake_model, session, project):
+    session.append([Message("user", "old question"), Message("assistant", "old answer")])
+    session.append([Message("compaction", "summary", compacted_through=2)])
+    session.close()
+    resumed = Session.open(session.dir)
+    try:
+        conversation = Conversation.from_session(resumed)
+        assert len(conversation.messages) == 0 or conversation.messages[0].content != "old question"
+        async with open_lane(conversation) as chat:
+            chat.command("export", "all.md")
+            notice = (await chat.until(Notice))[-1]
+    finally:
+        resumed.close()
+    assert notice.text.startswith("Exported 2 messages")
+    text = (project / "all.md").read_text()
+    assert "old question" in text and "old answer" in text and "summary" not in text
+
+
+# ---- Esc --------------------------------------------------------------------------------------
+
+
+async def test_esc_on_the_stream_ends_the_turn_interrupted_and_keeps_it(open_lane, fake_model, session):
+    gate = Gate()
+    fake_model.reply("partialXreplyYmore!!!", pieces=3, gate=gate)
+    gate.release(1)
+    async with open_lane(Conversation(session=session)) as chat:
+        chat.lane.cancel_innermost()  # Esc with nothing running does nothing
+        chat.submit("go")
+        await chat.until(TextDelta)
+        chat.lane.cancel_innermost()
+        assert (await chat.until(TurnEnded))[-1] == TurnEnded(interrupted=True)
+    assert records(session) == [{"role": "user", "content": "go"},
+                                {"role": "assistant", "content": "partial", "interrupted": True}]
