@@ -17,7 +17,7 @@ import trio
 from actors.compactor import compact_command
 from actors.events import Notice, Panel, TextDelta, TurnEnded, UserEcho
 from actors.lane import Lane
-from iota import __version__, paths
+from iota import __version__, bots, paths
 from iota import config as config_module
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
@@ -151,8 +151,13 @@ async def sessions(lane: Lane, argument: str) -> None:
         return
     current = lane.conversation.session
     now = datetime.now().astimezone()
+    try:
+        hidden = bots.bot_session_ids()  # a bot's one session is never offered, nor deleted
+    except IotaError as error:
+        lane.notice(str(error), warning=True)
+        return
     candidates = [info for info in list_sessions(_scope(lane))
-                  if current is None or info.id != current.id]
+                  if info.id not in hidden and (current is None or info.id != current.id)]
     if not candidates:
         lane.notice("No other saved sessions.")
         return

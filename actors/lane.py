@@ -109,8 +109,10 @@ class Lane:
         self.meter = Meter(setup.model.context_window)
         session = conversation.session
         self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None)
-        # Runs before each user message is sent (the compaction offer, a bot's owed compaction).
-        self.before_send: Callable[[Lane, Message], Awaitable[None]] | None = None
+        # Hooks: before each user message is sent (reloads, the compaction offer, a bot's owed
+        # compaction), and after each kept turn (a bot's memory notices).
+        self.before_send: list[Callable[[Lane, Message], Awaitable[None]]] = []
+        self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
 
     # -- what the input actor calls --
 
@@ -177,8 +179,8 @@ class Lane:
     async def _user_turn(self, text: str) -> None:
         self.emit(UserEcho(text))
         user = Message(USER, content=text)
-        if self.before_send is not None:
-            await self.before_send(self, user)
+        for hook in self.before_send:
+            await hook(self, user)
         self.set_running("Waiting for the model")
         turn = self._turn = Turn()
         try:
@@ -199,6 +201,8 @@ class Lane:
             self._job_scope = None
         await self.keep([user, *turn.messages])
         self.emit(TurnEnded(interrupted=turn.interrupted))
+        for after in self.after_turn:
+            await after(self)
         self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def keep(self, records: list[Message]) -> None:

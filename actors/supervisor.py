@@ -47,8 +47,9 @@ class ChatParts:
     opening: list = field(default_factory=list)
     # Blocking work to run behind the first screen (the Anthropic SDK import).
     background: list[Callable[[], object]] = field(default_factory=list)
-    # Runs before each user message is sent: the compaction offer (chat, agent).
-    before_send: Callable | None = None
+    # Lane hooks: before each user message is sent, after each kept turn.
+    before_send: list[Callable] = field(default_factory=list)
+    after_turn: list[Callable] = field(default_factory=list)
     host: Host = field(default_factory=lambda: detect({}))
     # Writes the terminal's escape sequences (progress, attention pings); None writes nothing.
     write_terminal: Callable[[bytes], Awaitable[None]] | None = None
@@ -92,6 +93,7 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
                     events_send.send_nowait(Notice(warning, warning=True))
             lane = Lane(parts.setup, parts.conversation, toolbox, events_send, link)
             lane.before_send = parts.before_send
+            lane.after_turn = parts.after_turn
             await nursery.start(lane.run)
             lane.report_session()
             await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave, link)

@@ -40,6 +40,7 @@ class ChatSetup:
     warnings: list[str] = field(default_factory=list)   # one-line start-up warnings
     host_lines: list[str] = field(default_factory=list)
     memory_block: str = ""
+    extra_tools: list = field(default_factory=list)   # a bot's `remember`
     _provider: Provider | None = None
 
     @property
@@ -95,6 +96,8 @@ class ChatSetup:
                 toolbox.add(tool)
         if self.mode in ("agent", "bot") and tools.skills and self.skills:
             toolbox.add(LoadSkill(self.skills))
+        for tool in self.extra_tools:
+            toolbox.add(tool)
         if tools.shell is None:
             yield toolbox
             return

@@ -20,7 +20,8 @@ from iota import config as config_module
 from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
-from iota.errors import BotError, SessionError
+from iota import bots
+from iota.errors import SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
 
@@ -33,7 +34,9 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
     if args.command == "resume":
         from iota import session as session_module  # a plain -m run saves nothing: no need
 
-        bundle = session_module.Session.open(session_module.resolve_session(args.id))
+        found = session_module.resolve_session(args.id)
+        bots.check_not_bot_session(found.name)
+        bundle = session_module.Session.open(found)
         for warning in bundle.view.warnings:
             print(f"Warning: {warning}", file=sys.stderr)
         agent_name = bundle.meta.get("agent") or "default"
@@ -42,8 +45,6 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
     try:
         agent = config_module.find_agent(loaded, agent_name) if args.command == "run" else (
             loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name, model=None))
-        if agent.mode == "bot":
-            raise BotError(f"bot agents are interactive-only for now; run iota run {agent.name}")
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              replay=bundle.meta if bundle else None, interactive=False)
         setup.host_lines = host_lines(detect(os.environ))

@@ -9,6 +9,8 @@ the first screen.
 from __future__ import annotations
 
 import argparse
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 import math
 import os
 from datetime import datetime
@@ -18,14 +20,17 @@ import trio
 
 from actors.commands import COMMANDS, resume_opening
 from actors.compactor import CompactionOffer
-from actors.events import Card, Choose, SlashCommands
+from actors.events import Card, Choose, Notice, SlashCommands
+from actors.memory_watcher import MemoryWatcher
 from actors.supervisor import ChatParts, run_chat
-from iota import __version__, paths
+from iota import __version__, bots, paths
 from iota import config as config_module
 from iota.chat import ChatSetup, prepare_chat
 from iota.config import Config
-from iota.conversation import Conversation
-from iota.errors import IotaError, NotYetError
+from iota.conversation import Conversation, notice
+from iota.errors import IotaError
+from iota.memory_file import MemoryFile
+from iota.tools.remember import Remember
 from iota.hosts import detect, host_lines
 from iota.session import Session, list_sessions, resolve_session, session_label
 from ui.app import ChatApp
@@ -34,47 +39,99 @@ from ui.app import ChatApp
 def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
     cwd = Path.cwd()
     if args.command == "resume":
-        session = Session.open(resolve_session(args.id) if args.id else _pick_session())
+        bundle = resolve_session(args.id) if args.id else _pick_session()
+        bots.check_not_bot_session(bundle.name)
+        session = Session.open(bundle)
         agent_name = session.meta.get("agent") or "default"
         agent = loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name)
     else:
         agent = config_module.find_agent(loaded, args.agent)
         session = None
-    if agent.mode == "bot":
-        raise NotYetError(f"bot mode is not built yet: agents.{agent.name} has mode: bot")
-    conversation = None
-    try:
+    with ExitStack() as cleanup:
+        if session is not None:
+            cleanup.callback(session.close)
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              replay=session.meta if session else None)
         host = detect(os.environ)
         setup.host_lines = host_lines(host)
-        if session is None and not (args.no_save or agent.no_save):
-            session = Session.new(_bucket(setup), **_meta(setup))
-        if session is not None and session.on_disk:
-            conversation = Conversation.from_session(session)
-            opening = resume_opening(session, conversation)
-            label = f"resumed {session.id}"
+        if agent.mode == "bot":
+            chat = _open_bot(args, setup, cleanup)
         else:
-            conversation = Conversation(session=session, instructions=setup.instructions)
-            opening = []
-            label = f"session {session.id}" if session else "not saved"
-        commands = {name: entry for name, entry in COMMANDS.items() if name != "skills" or setup.mode != "chat"}
-        parts = ChatParts(host=host, write_terminal=_write_terminal, setup=setup, conversation=conversation, card=_card(setup, label, host.name), commands=commands,
-                          opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
-                                   *opening],
-                          background=_background(setup), before_send=CompactionOffer())
+            chat = _open_chat(args, setup, session)
+        cleanup.callback(chat.close_switched)
+        commands = {name: entry for name, entry in COMMANDS.items()
+                    if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
+        parts = ChatParts(
+            setup=setup, conversation=chat.conversation, card=_card(setup, chat.label, host.name, chat.warnings),
+            commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
+            opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
+                     *chat.opening],
+            before_send=[chat.watcher.before_send, *([] if chat.bot else [CompactionOffer()])],
+            after_turn=[chat.watcher.after_turn])
         return trio.run(run_chat, parts, ChatApp().run)
-    finally:
-        if session is not None:
-            session.close()
-        if conversation is not None and conversation.session is not None:  # after a /session switch
-            conversation.session.close()
+
+
+@dataclass
+class _Opened:
+    """A chat's conversation, ready to run: what the card says and what is shown first."""
+
+    conversation: Conversation
+    label: str                        # `session <id>` | `resumed <id>` | `not saved`
+    watcher: MemoryWatcher
+    opening: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    bot: bool = False
+
+    def close_switched(self) -> None:
+        """Release the session a `/session` switch left this chat writing."""
+        if self.conversation.session is not None:
+            self.conversation.session.close()
+
+
+def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | None) -> _Opened:
+    watcher = MemoryWatcher(setup, None)
+    if session is None and not (args.no_save or setup.agent.no_save):
+        session = Session.new(_bucket(setup), **_meta(setup))
+    if session is not None and session.on_disk:
+        conversation = Conversation.from_session(session)
+        return _Opened(conversation, f"resumed {session.id}", watcher, resume_opening(session, conversation))
+    conversation = Conversation(session=session, instructions=setup.instructions)
+    return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
+
+
+def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) -> _Opened:
+    """A bot's one conversation: every check before any file is created, then the bot's lock,
+    memory and session; notices of the time away and the project change go into the log."""
+    bots.check_bot_run(setup.agent.name, headless=False, no_save=args.no_save)
+    bots.check_bot(setup.agent, setup.model)
+    start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
+    cleanup.callback(start.close)
+    memory = MemoryFile(setup.agent.name, start.dir)
+    watcher = MemoryWatcher(setup, memory)
+    warnings = watcher.refresh_memory()
+    setup.extra_tools.append(Remember(memory))
+    session = start.session
+    conversation = Conversation.from_session(session)
+    opening = [] if start.created else resume_opening(session, conversation)
+    records = [notice(text) for text in start.notices]
+    change = bots.system_record_change(session.view.messages, setup.instructions)
+    if change is not None:
+        records.insert(0, change)
+        if not start.created:
+            opening.append(Notice(bots.SYSTEM_PROMPT_UPDATED))
+    if records:
+        conversation.keep(records)
+    conversation.instructions = setup.instructions
+    opening.extend(Notice(text) for text in start.notices)
+    label = f"session {session.id}" if start.created else f"resumed {session.id}"
+    return _Opened(conversation, label, watcher, opening, warnings, bot=True)
 
 
 def _pick_session() -> Path:
     """`iota resume` with no id: choose among the saved sessions, newest first."""
     now = datetime.now().astimezone()
-    infos = list_sessions()
+    hidden = bots.bot_session_ids()
+    infos = [info for info in list_sessions() if info.id not in hidden]
     if not infos:
         raise IotaError("no session to resume")
     index = trio.run(_choose_once, "Resume which session?", tuple(session_label(i, now) for i in infos))
@@ -120,10 +177,10 @@ def _meta(setup: ChatSetup) -> dict:
                 agent=setup.agent.name)
 
 
-def _card(setup: ChatSetup, session_label: str, host: str | None) -> Card:
+def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:
     directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
     return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
-                warnings=tuple(setup.warnings))
+                warnings=(*setup.warnings, *warnings))
 
 
 def _background(setup: ChatSetup) -> list:

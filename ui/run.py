@@ -6,7 +6,7 @@ The flag rules live here, in one place, because they are the same for both comma
     --no-save with iota resume        --no-save cannot be combined with iota resume
     iota resume -m without an id      iota resume needs a session id with -m (the picker is interactive)
     no -m and no terminal             interactive mode requires a terminal; use -m/--message for piped input
-    -m on a bot                       bot agents are interactive-only for now; run iota run <name>
+    -m or --no-save on a bot          refused (iota.bots.check_bot_run), as is an entry that cannot be a bot
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from iota import bots
+from iota import config as config_module
 from iota.errors import IotaError
 
 
@@ -31,14 +33,28 @@ def run_command(args: argparse.Namespace) -> int:
         if not message.strip():
             raise IotaError("--message must not be empty")
         config = load_config(args, write_starter=True)
+        if not resuming:
+            _check_bot_flags(args, config)
         from ui.headless import run_headless
 
         return run_headless(args, config, message)
     if resuming and args.no_save:
         raise IotaError("--no-save cannot be combined with iota resume")
+    config = load_config(args, write_starter=True)
+    if not resuming:
+        _check_bot_flags(args, config)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise IotaError("interactive mode requires a terminal; use -m/--message for piped input")
-    config = load_config(args, write_starter=True)
     from ui.interactive import run_interactive
 
     return run_interactive(args, config)
+
+
+def _check_bot_flags(args: argparse.Namespace, config: config_module.Config) -> None:
+    """A bot refuses -m and --no-save, and an entry that cannot be a bot is refused, before
+    anything else happens (and before any file of the bot's is created)."""
+    agent = config_module.find_agent(config, args.agent)
+    if agent.mode != "bot":
+        return
+    bots.check_bot_run(agent.name, headless=args.message is not None, no_save=args.no_save)
+    bots.check_bot(agent, config_module.resolve_model(config, agent, args.model))

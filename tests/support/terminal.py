@@ -4,7 +4,13 @@ Each terminal is a detached tmux session on a tmux server of its own (its own so
 config), of a fixed size, running one command with the environment and directory given. Keys go
 in with `send_keys` (tmux key names: `Enter`, `C-c`, `Up`, `S-Enter`, or plain text) or `type`
 (text, sent literally); what the terminal shows comes out with `capture`. The pane stays after
-the command exits, so its last screen and exit status can still be read.
+the command exits, so its last screen can still be read.
+
+The exit status is written to a file by the shell that runs the command (`sh -c 'command; echo
+$? > file'`), because tmux (3.3a) under load sometimes never collects a pane's exit status: the
+pane reads as dead with no status and its process stays a zombie. That shell traps SIGINT with
+`:`, so a Ctrl+C that reaches the command (which still gets the default handler: a trap, unlike
+an ignore, is not inherited) does not also end the shell before it has written the status.
 
     from tests.support.terminal import terminal  # noqa: F401  (the fixture)
 
@@ -19,8 +25,9 @@ the command exits, so its last screen and exit status can still be read.
         assert screen.wait_for_exit() == 0
 
 `capture` gives the screen's rows with their trailing blanks removed. `wait_for` polls it until
-the text (or regex) is on it, and on timeout fails the test with the screen it last saw, so a failure shows what the person would have seen. The fixture
-kills every server it started when the test ends, however it ends.
+the text (or regex) is on it, and on timeout fails the test with the screen it last saw, so a
+failure shows what the person would have seen. The fixture kills every server it started when
+the test ends, however it ends.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ set -g remain-on-exit on
 set -g history-limit 5000
 set -sg escape-time 0
 set -g status off
+set -g default-shell /bin/sh
 """
 
 _server_numbers = itertools.count()
@@ -58,10 +66,10 @@ class Terminal:
         self._server = server
         self._config = config
         self._socket: Path | None = None
-        # tmux marks a pane dead when its pty closes but may learn the exit status much later, so
-        # a small shell around the command writes the status to a file of our own.
+        # tmux marks a pane dead when its pty closes but may learn the exit status much later, or
+        # never, so a small shell around the command writes the status to a file of our own.
         self._status_file = config.parent / f"exit-status-{server}"
-        wrapped = f"{shlex.join(command)}; echo $? > {shlex.quote(str(self._status_file))}"
+        wrapped = f"trap : INT; {shlex.join(command)}; echo $? > {shlex.quote(str(self._status_file))}"
         try:
             # A server of its own, started by this call with `env`, which the session inherits.
             self._tmux("new-session", "-d", "-s", SESSION, "-x", str(cols), "-y", str(rows), "-c", str(cwd),
