@@ -29,7 +29,7 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Card, CancelInnermost, Choose, ErrorLine, Interrupt, Leave, Notice, Panel,
+from actors.events import (Card, CancelInnermost, Choose, ErrorLine, Focus, Interrupt, Leave, Notice, Panel,
                            SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
 from ui.widgets_chooser import Chooser
@@ -135,7 +135,9 @@ class ChatLayout(urwid.WidgetWrap):
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         columns = size[0]
-        if key == "ctrl c":
+        if key in ("focus in", "focus out"):  # the terminal's focus reports: the host pings follow them
+            self._on_input(Focus(key == "focus in"))
+        elif key == "ctrl c":
             self._on_input(Interrupt())
         elif self._chooser is not None:
             self._chooser.keypress((columns,), key)

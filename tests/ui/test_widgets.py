@@ -460,3 +460,14 @@ def test_no_color_is_requested_by_a_non_empty_no_color():
     assert theme.no_color_requested({"NO_COLOR": "1"})
     assert not theme.no_color_requested({"NO_COLOR": ""})
     assert not theme.no_color_requested({})
+
+
+def test_focus_reports_become_focus_inputs():
+    from actors.events import Focus
+    from ui.widgets import ChatLayout
+
+    sent = []
+    layout = ChatLayout(home="/home/x", clock=lambda: 0.0, on_input=sent.append, on_answer=lambda c, i: None)
+    layout.keypress((80, 24), "focus out")
+    layout.keypress((80, 24), "focus in")
+    assert sent == [Focus(False), Focus(True)]
