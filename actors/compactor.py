@@ -12,13 +12,20 @@ message and the rest of the tail. A failed compaction leaves the conversation as
 
 from __future__ import annotations
 
+import enum
+from typing import Callable
+
 import trio
 
-from actors.lane import Lane
+from actors.lane import Command, Lane, UserMessage
 from iota import compaction
-from iota.compaction import Compacted, CompactionFailed
+from iota.compaction import Compacted
+from iota.conversation import notice
 from iota.errors import IotaError
+from iota.hosts import PingKind
+from iota.memory_file import MemoryFile
 from iota.messages import SYSTEM, Message
+from iota.tools.base import Tool, Toolbox
 
 
 class CompactionOffer:
@@ -46,9 +53,15 @@ async def compact_command(lane: Lane, hint: str) -> None:
     await compact_now(lane, hint, manual=True)
 
 
+class Outcome(enum.Enum):
+    DONE = "done"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+
+
 async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_memory: str | None = None,
-                      flush_saved: int = 0, flush_skipped: bool = False) -> bool:
-    """Compact the conversation; True when it was compacted. Failures are shown, not raised."""
+                      flush_saved: int = 0, flush_skipped: bool = False) -> tuple[Outcome, str]:
+    """Compact the conversation. Failures are shown, and returned with their one-line reason."""
     conversation = lane.conversation
     lane.set_running(compaction.COMPACTING)
     count = (conversation.session.conversation_count if conversation.session is not None
@@ -57,19 +70,16 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
         compacted = await compaction.compact(lane.setup.provider(), lane.setup.model.id, conversation.messages,
                                              count, hint=hint, bot_memory=bot_memory, flush_saved=flush_saved,
                                              flush_skipped=flush_skipped)
-    except CompactionFailed as error:
+    except IotaError as error:  # CompactionFailed, or the provider's own error
         lane.notice(compaction.failed_line(error), warning=True)
-        return False
-    except IotaError as error:
-        lane.notice(compaction.failed_line(error), warning=True)
-        return False
+        return Outcome.FAILED, str(error)
     if compacted is None:
         if manual:
             lane.notice(compaction.NOTHING_TO_COMPACT)
-        return False
+        return Outcome.UNCHANGED, ""
     await _apply(lane, compacted)
     lane.notice(compaction.compacted_line(lane.meter.status()))
-    return True
+    return Outcome.DONE, ""
 
 
 async def _apply(lane: Lane, compacted: Compacted) -> None:
@@ -80,3 +90,104 @@ async def _apply(lane: Lane, compacted: Compacted) -> None:
     lane.meter.reseed(conversation.messages, overhead=compaction.estimate_messages(
         [Message(SYSTEM, content=lane.setup.system_prompt())]))
     lane.show_status()
+
+
+class BotCompactor:
+    """A bot compacts by itself, without asking, and saves its memory first.
+
+    When a turn ends past the bot threshold (the window less max(25%, 32k), at most half of it):
+
+    - nothing waiting → the memory flush goes to the head of the lane: one short turn with only
+      `remember`, then the compaction. Anything typed meanwhile waits behind it.
+    - a message already waiting → compact before sending it, without the flush
+      (`⚠ Compacted without a memory flush`).
+
+    A failed compaction stays owed and is retried before the next message; the second failure
+    in a row raises the alarm (`bot <name>: compaction failing — …`, host state error) and
+    the next try waits until the context has grown by 5% of the window. Ctrl+C interrupts the
+    flush (the compaction still runs, marked flush skipped) or the summary (a failure, retried).
+    """
+
+    def __init__(self, bot: str, memory: MemoryFile, remember: Tool, refresh_memory: Callable[[], list[str]]):
+        self.bot = bot
+        self.memory = memory
+        self.remember = remember
+        self.refresh_memory = refresh_memory
+        self.flush_queued = False
+        self.owed = False           # a compaction is owed: after its flush, or after a failure
+        self.flush_done = False     # the owed compaction follows a flush that finished
+        self.flush_saved = 0        # the lines that flush saved
+        self.failures = 0           # in a row
+        self.snoozed_at: int | None = None
+
+    def threshold(self, lane: Lane) -> int:
+        window = lane.setup.model.context_window
+        return compaction.snoozed(compaction.bot_threshold(window), window, self.snoozed_at)
+
+    def check(self, lane: Lane) -> None:
+        """After a turn (and at start): past the threshold, queue the flush, or owe a compaction
+        without one when a message is already waiting."""
+        if self.flush_queued or self.owed or not lane.meter.reaches(self.threshold(lane)):
+            return
+        if lane.inbox.has(UserMessage):
+            self.owed, self.flush_done = True, False
+            return
+        self.flush_queued = True
+        lane.inbox.put_first(Command("flush", "", self._flush))
+        lane.show_status()
+
+    async def after_turn(self, lane: Lane) -> None:
+        self.check(lane)
+
+    async def before_send(self, lane: Lane, user: Message) -> None:
+        due = self.owed and (self.failures < 2 or lane.meter.reaches(self.threshold(lane), adding=[user]))
+        if due or lane.meter.reaches(self.threshold(lane), adding=[user]):
+            await self._compact(lane, flush_skipped=not self.flush_done, warn=not self.flush_done)
+
+    async def recover(self, lane: Lane) -> None:
+        """The provider said the context is too long: there is no room for a flush; compact."""
+        await self._compact(lane, flush_skipped=True, warn=True)
+
+    async def command(self, lane: Lane, hint: str) -> None:
+        """`/compact [hint]` in a bot: now, without the flush, and without the warning."""
+        await self._compact(lane, hint=hint, flush_skipped=True, warn=False, manual=True)
+
+    async def _flush(self, lane: Lane, argument: str) -> None:
+        self.flush_queued = False
+        lane.notice(compaction.FLUSH_TRANSCRIPT_LINE)
+        request = notice(compaction.flush_notice(self.memory.current().body))
+        turn = await lane.run_model_turn(request, Toolbox([self.remember]))
+        saved = self.memory.take_notices()
+        for line in saved:
+            lane.notice(line)
+        if saved:
+            await lane.keep([notice(line) for line in saved])
+        finished = turn is not None and not turn.interrupted
+        self.owed, self.flush_done, self.flush_saved = True, finished, len(saved)
+        await self._compact(lane, flush_skipped=not finished, warn=not finished)
+
+    async def _compact(self, lane: Lane, *, flush_skipped: bool, warn: bool, hint: str = "",
+                       manual: bool = False) -> None:
+        with lane.interruptible() as scope:
+            outcome, reason = await compact_now(lane, hint, manual=manual, bot_memory=self.memory.current().body,
+                                                flush_saved=0 if flush_skipped else self.flush_saved,
+                                                flush_skipped=flush_skipped)
+        if scope.cancelled_caught:
+            outcome, reason = Outcome.FAILED, "interrupted"
+            lane.notice(compaction.failed_line(reason), warning=True)
+        if outcome is Outcome.DONE:
+            self.owed = self.flush_done = False
+            self.failures, self.flush_saved, self.snoozed_at = 0, 0, None
+            for warning in self.refresh_memory():
+                lane.notice(warning, warning=True)
+            if warn:
+                lane.notice(compaction.COMPACTED_WITHOUT_FLUSH)
+        elif outcome is Outcome.UNCHANGED:
+            self.owed = self.flush_done = False
+            self.snoozed_at = lane.meter.used
+        else:
+            self.owed = True
+            self.failures += 1
+            if self.failures >= 2:
+                lane.host.notify(PingKind.COMPACTION_ALARM, compaction.failing_alert(self.bot, reason))
+                self.snoozed_at = lane.meter.used

@@ -15,6 +15,7 @@ conversation as it was.
 from __future__ import annotations
 
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
@@ -28,7 +29,7 @@ from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction import Meter
 from iota.conversation import Conversation, notice
-from iota.errors import IotaError, SessionError
+from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.session import Session
@@ -79,6 +80,9 @@ class Inbox:
     def __len__(self) -> int:
         return len(self._jobs)
 
+    def has(self, kind: type) -> bool:
+        return any(isinstance(job, kind) for job in self._jobs)
+
     async def get(self) -> Job:
         while not self._jobs:
             await self._arrived.wait()
@@ -113,6 +117,8 @@ class Lane:
         # compaction), and after each kept turn (a bot's memory notices).
         self.before_send: list[Callable[[Lane, Message], Awaitable[None]]] = []
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
+        # A bot's way out of a context-too-long error: compact, then the turn is sent again.
+        self.recover: Callable[[Lane], Awaitable[None]] | None = None
 
     # -- what the input actor calls --
 
@@ -140,6 +146,16 @@ class Lane:
         self.meter.seed(self.conversation.messages, session.view.last_usage)
         self.report_session()
         self.show_status()
+
+    @contextmanager
+    def interruptible(self):
+        """A scope Ctrl+C cancels, for a part of a job (the flush's compaction after its turn)."""
+        with trio.CancelScope() as scope:
+            self._job_scope = scope
+            try:
+                yield scope
+            finally:
+                self._job_scope = None
 
     @property
     def context_used(self) -> int:
@@ -181,29 +197,48 @@ class Lane:
         user = Message(USER, content=text)
         for hook in self.before_send:
             await hook(self, user)
-        self.set_running("Waiting for the model")
-        turn = self._turn = Turn()
         try:
-            request = self.setup.request(self.conversation.messages + [user], self.toolbox)
-            # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
-            with trio.CancelScope() as self._job_scope:
-                await run_turn(turn, self.setup.provider(), request, self.toolbox, self.approvals, _Observer(self))
-            if self._job_scope.cancelled_caught:
-                turn.interrupt()
-        except IotaError as error:
-            self.emit(ErrorLine(str(error)))
-            self.emit(TurnEnded(failed=True))
-            self._failed = True
-            self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
+            turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        except ContextTooLong:
+            # A bot compacts and sends again: a long context is never a dead end.
+            await self.recover(self)
+            turn = await self.run_model_turn(user, self.toolbox)
+        if turn is None:
             return
-        finally:
-            self._turn = None
-            self._job_scope = None
-        await self.keep([user, *turn.messages])
-        self.emit(TurnEnded(interrupted=turn.interrupted))
         for after in self.after_turn:
             await after(self)
         self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
+
+    async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
+        """Send the conversation and `opening` (the user's message, or a notice such as the memory
+        flush's), run the agent loop with `toolbox`, and keep what the turn finished — all of it,
+        or up to where Ctrl+C stopped it. A turn that fails keeps nothing and returns None
+        (`recoverable`: a context-too-long failure is raised for the caller to mend)."""
+        self.set_running("Waiting for the model")
+        turn = self._turn = Turn()
+        try:
+            request = self.setup.request(self.conversation.messages + [opening], toolbox)
+            # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
+            with self.interruptible() as scope:
+                await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self))
+            if scope.cancelled_caught:
+                turn.interrupt()
+        except IotaError as error:
+            if recoverable and isinstance(error, ContextTooLong):
+                raise
+            return self._failed_turn(error)
+        finally:
+            self._turn = None
+        await self.keep([opening, *turn.messages])
+        self.emit(TurnEnded(interrupted=turn.interrupted))
+        return turn
+
+    def _failed_turn(self, error: IotaError) -> None:
+        self.emit(ErrorLine(str(error)))
+        self.emit(TurnEnded(failed=True))
+        self._failed = True
+        self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
+        return None
 
     async def keep(self, records: list[Message]) -> None:
         """Save records to the conversation, shielded: a write that must not be torn."""

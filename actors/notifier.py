@@ -286,6 +286,8 @@ class _HerdrOutlet(_Outlet):
         elif isinstance(message, ReportSession):
             self._mailbox.post("session", partial(hosts.herdr_session_report, self._pane,
                                                   message.session_id, message.path))
+        elif isinstance(message, Ping) and message.kind is PingKind.COMPACTION_ALARM:
+            self._mailbox.post("alarm", partial(hosts.herdr_notification, message.text))
 
     def _goodbye(self) -> list[tuple[str, object]]:
         return [("release", partial(hosts.herdr_release, self._pane))]

@@ -50,6 +50,8 @@ class ChatParts:
     # Lane hooks: before each user message is sent, after each kept turn.
     before_send: list[Callable] = field(default_factory=list)
     after_turn: list[Callable] = field(default_factory=list)
+    recover: Callable | None = None                       # a bot's answer to context-too-long
+    on_start: list[Callable] = field(default_factory=list)  # given the lane once it runs
     host: Host = field(default_factory=lambda: detect({}))
     # Writes the terminal's escape sequences (progress, attention pings); None writes nothing.
     write_terminal: Callable[[bytes], Awaitable[None]] | None = None
@@ -94,7 +96,10 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
             lane = Lane(parts.setup, parts.conversation, toolbox, events_send, link)
             lane.before_send = parts.before_send
             lane.after_turn = parts.after_turn
+            lane.recover = parts.recover
             await nursery.start(lane.run)
+            for start in parts.on_start:
+                start(lane)
             lane.report_session()
             await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave, link)
             nursery.start_soon(_forward_job_notes, notes_receive, lane)

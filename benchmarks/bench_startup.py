@@ -1,6 +1,6 @@
 """How soon the chat accepts keys, and how much memory an idle chat holds, measured through tmux.
 
-    .venv/bin/python benchmarks/bench_startup.py [--runs N] [--show]
+    .venv/bin/python benchmarks/bench_startup.py [--runs N] [--settle SECONDS] [--show]
 
 Each run starts a fresh tmux server whose one pane runs the real `iota` (an Anthropic model
 configured, pointed at the project's fake model server, so nothing leaves 127.0.0.1) and polls
@@ -11,7 +11,9 @@ configured, pointed at the project's fake model server, so nothing leaves 127.0.
     keys    from the same start until a character typed as soon as the prompt was drawn is
             echoed in the composer: the moment the chat really accepts keys
     peak    VmHWM of the iota process (from /proc/<pid>/status) once the chat has sat idle for
-            2 s after that, so the Anthropic SDK that loads behind the screen is counted
+            2 s after that
+    settled the same, read once more (first run only) `--settle` seconds after the keys, by which
+            time the Anthropic SDK, which loads behind the screen, has surely finished loading
 
 for these cases:
 
@@ -23,8 +25,9 @@ for these cases:
                           difference from the row above is what the Anthropic SDK costs the screen
     iota resume <id>      the same agent resuming a session of 10,000 records compacted down to 40
 
-The medians of N runs (default 7) are printed, with the slowest run beside them. HOME is a
-temporary directory deleted afterwards.
+The medians of N runs (default 7) are printed, with the fastest and slowest keys beside them.
+The cases are interleaved run by run, so a busy moment of the machine hits them alike. HOME is
+a temporary directory deleted afterwards.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,12 +60,12 @@ TIMEOUT = 30.0
 PROSE = "The quick brown fox jumps over the lazy dog while the build runs its tests again. "
 CARD = "ι> iota"
 PROBE = "q"
-# The composer row: the prompt at the start of a line right under a rule (the transcript's own
-# `❯ ` marks, in a resumed chat's echo, are not under a rule).
 # What the chat must import before it can draw anything (ui.interactive brings trio, urwid,
 # pydantic and the actors), then a card and a prompt; the terminal itself echoes the key.
 FLOOR = ("import ui.interactive, time; print('ι> iota\\n' + '─' * 20); print('❯ ', end='', flush=True); "
          "time.sleep(60)")
+# The composer row: the prompt at the start of a line right under a rule (the transcript's own
+# `❯ ` marks, in a resumed chat's echo, are not under a rule).
 COMPOSER = re.compile(r"^─{10,}\n❯ ?(.*)$", re.MULTILINE)
 
 
@@ -73,8 +75,8 @@ class Case:
     argv: list[str]
     drawn: list[float] = field(default_factory=list)
     keys: list[float] = field(default_factory=list)
-    peak_kib: list[int] = field(default_factory=list)
-    rss_kib: list[int] = field(default_factory=list)
+    peak_kib: list[int] = field(default_factory=list)      # VmHWM after IDLE_SECONDS idle
+    settled_kib: list[int] = field(default_factory=list)   # VmHWM after --settle seconds (first run only)
 
 
 def composer_text(screen: str) -> str | None:
@@ -105,12 +107,13 @@ def iota_pid(terminal: Terminal) -> int | None:
 
 
 def memory_kib(pid: int) -> tuple[int, int]:
-    """(VmHWM, VmRSS) in KiB."""
+    """(VmHWM, VmRSS) of a process, in KiB."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return int(fields["VmHWM"].split()[0]), int(fields["VmRSS"].split()[0])
 
 
-def measure(case: Case, terminals: Terminals, env: dict[str, str], cwd: Path, show: bool) -> None:
+def measure(case: Case, terminals: Terminals, env: dict[str, str], cwd: Path, show: bool,
+            settle: float = 0.0) -> None:
     started = time.perf_counter()
     terminal = terminals.start(case.argv, cols=110, rows=32, env=env, cwd=cwd)
     try:
@@ -119,14 +122,15 @@ def measure(case: Case, terminals: Terminals, env: dict[str, str], cwd: Path, sh
         keys = wait_for(terminal, lambda s: composer_text(s) == PROBE, started, "the typed character")
         case.drawn.append(drawn)
         case.keys.append(keys)
-        pid = iota_pid(terminal)
+        pid = iota_pid(terminal) if case.argv[0] == IOTA else None
         time.sleep(IDLE_SECONDS)
         if show:
             print(terminal.capture(), file=sys.stderr)
-        if pid is not None and case.argv[0] == IOTA:
-            peak, rss = memory_kib(pid)
-            case.peak_kib.append(peak)
-            case.rss_kib.append(rss)
+        if pid is not None:
+            case.peak_kib.append(memory_kib(pid)[0])
+            if settle > IDLE_SECONDS:
+                time.sleep(settle - IDLE_SECONDS)
+                case.settled_kib.append(memory_kib(pid)[0])
         terminal.send_keys("BSpace", "C-d")
         if case.argv[0] == IOTA:  # the others are simply killed
             status = terminal.wait_for_exit(timeout=TIMEOUT)
@@ -163,24 +167,27 @@ def record(i: int) -> Message:
 
 
 def report(cases: list[Case], runs: int) -> None:
-    def ms(values: list[float]) -> str:
-        return f"{statistics.median(values) * 1000:7.0f}" if values else f"{'–':>7}"
+    def ms(values: list[float], pick=statistics.median) -> str:
+        return f"{pick(values) * 1000:.0f}" if values else "–"
 
     def mib(values: list[int]) -> str:
-        return f"{statistics.median(values) / 1024:8.1f}" if values else f"{'–':>8}"
+        return f"{statistics.median(values) / 1024:.1f}" if values else "–"
 
-    print(f"\n{'case':26} {'drawn ms':>9} {'keys ms':>8} {'max keys':>9} {'peak MiB':>9} {'rss MiB':>8}"
-          f"   (median of {runs} runs)")
+    print(f"\n{'case':28} {'drawn ms':>9} {'keys ms':>8} {'keys min–max':>13} {'peak MiB':>9} {'settled':>8}")
     for case in cases:
-        slowest = f"{max(case.keys) * 1000:8.0f}" if case.keys else f"{'–':>8}"
-        print(f"{case.name:26} {ms(case.drawn):>9} {ms(case.keys):>8} {slowest:>9} {mib(case.peak_kib):>9} "
-              f"{mib(case.rss_kib):>8}")
+        spread = f"{ms(case.keys, min)}–{ms(case.keys, max)}"
+        print(f"{case.name:28} {ms(case.drawn):>9} {ms(case.keys):>8} {spread:>13} {mib(case.peak_kib):>9} "
+              f"{mib(case.settled_kib):>8}")
+    print(f"\ndrawn, keys: medians of {runs} runs from starting the pane; peak: VmHWM after {IDLE_SECONDS:.0f} s idle "
+          "(median); settled: VmHWM later, in the first run only (--settle)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--show", action="store_true", help="print each idle screen to stderr")
+    parser.add_argument("--settle", type=float, default=12.0,
+                        help="in the first run, also read VmHWM this many seconds after the keys (0: not)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch, FakeModel() as model:
         home = Path(scratch, "home")
@@ -211,7 +218,7 @@ def main() -> None:
         terminals = Terminals(Path(scratch))
         for run in range(options.runs):
             for case in cases:  # interleaved, so a slow moment of the machine hits every case alike
-                measure(case, terminals, env, project, options.show)
+                measure(case, terminals, env, project, options.show, options.settle if run == 0 else 0.0)
             print(f"run {run + 1}/{options.runs} done", file=sys.stderr)
         terminals.kill_all()
         report(cases, options.runs)

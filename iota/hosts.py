@@ -172,6 +172,14 @@ def herdr_release(pane: HerdrPane, *, seq: int) -> dict:
     return _herdr_request("pane.release_agent", pane, seq)
 
 
+def herdr_notification(text: str, *, seq: int) -> dict:
+    """`notification.show`, for the compaction alarm only: herdr words every other notification
+    itself from the reported state, but "compaction failing" is not a state it knows."""
+    title, _, body = text.partition(": ")
+    return {"id": f"{HERDR_SOURCE}:{seq}", "method": "notification.show",
+            "params": {"title": title[:80], "body": (body or text)[:240], "sound": "request"}}
+
+
 def _herdr_request(method: str, pane: HerdrPane, seq: int, **params: str) -> dict:
     return {
         "id": f"{HERDR_SOURCE}:{seq}",

@@ -19,7 +19,7 @@ from pathlib import Path
 import trio
 
 from actors.commands import COMMANDS, resume_opening
-from actors.compactor import CompactionOffer
+from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Choose, Notice, SlashCommands
 from actors.memory_watcher import MemoryWatcher
 from actors.supervisor import ChatParts, run_chat
@@ -61,13 +61,18 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
         cleanup.callback(chat.close_switched)
         commands = {name: entry for name, entry in COMMANDS.items()
                     if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
+        compactor = chat.compactor
+        if compactor is not None:
+            commands["compact"] = (COMMANDS["compact"][0], compactor.command)
         parts = ChatParts(
             setup=setup, conversation=chat.conversation, card=_card(setup, chat.label, host.name, chat.warnings),
             commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
             opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                      *chat.opening],
-            before_send=[chat.watcher.before_send, *([] if chat.bot else [CompactionOffer()])],
-            after_turn=[chat.watcher.after_turn])
+            before_send=[chat.watcher.before_send, compactor.before_send if compactor else CompactionOffer()],
+            after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
+            recover=compactor.recover if compactor else None,
+            on_start=[compactor.check] if compactor else [])
         return trio.run(run_chat, parts, ChatApp().run)
 
 
@@ -80,7 +85,11 @@ class _Opened:
     watcher: MemoryWatcher
     opening: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    bot: bool = False
+    compactor: BotCompactor | None = None
+
+    @property
+    def bot(self) -> bool:
+        return self.compactor is not None
 
     def close_switched(self) -> None:
         """Release the session a `/session` switch left this chat writing."""
@@ -109,7 +118,8 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     memory = MemoryFile(setup.agent.name, start.dir)
     watcher = MemoryWatcher(setup, memory)
     warnings = watcher.refresh_memory()
-    setup.extra_tools.append(Remember(memory))
+    remember = Remember(memory)
+    setup.extra_tools.append(remember)
     session = start.session
     conversation = Conversation.from_session(session)
     opening = [] if start.created else resume_opening(session, conversation)
@@ -124,7 +134,8 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     conversation.instructions = setup.instructions
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
-    return _Opened(conversation, label, watcher, opening, warnings, bot=True)
+    compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor)
 
 
 def _pick_session() -> Path:

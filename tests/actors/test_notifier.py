@@ -310,10 +310,13 @@ async def test_the_compaction_alarm_is_a_ping_and_the_error_state(herdr):
         await herdr.wait_for(1)
         link.notify(PingKind.COMPACTION_ALARM, "bot coder: compaction failing — 529 overloaded")
         await screen.wait_for(4)
-        await herdr.wait_for(2)
+        await herdr.wait_for(3)
     assert screen.writes[2:4] == [hosts.progress(State.ERROR, PLAIN),
                                   b"\x1b]9;bot coder: compaction failing \xe2\x80\x94 529 overloaded\x07\x07"]
-    assert herdr_story(herdr) == ["idle", "idle", "pane.release_agent"]
+    assert herdr_story(herdr) == ["idle", "idle", "notification.show", "pane.release_agent"]
+    alarm = herdr.requests[2]
+    assert alarm.params == {"title": "bot coder", "body": "compaction failing — 529 overloaded", "sound": "request"}
+    assert alarm.accepted
 
 
 # ---- headless --------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ HERDR_METHODS = {
     "pane.report_agent": ("pane_id", "source", "agent", "state", "seq"),
     "pane.report_agent_session": ("pane_id", "source", "agent", "agent_session_id", "agent_session_path", "seq"),
     "pane.release_agent": ("pane_id", "source", "agent", "seq"),
+    "notification.show": ("title", "body", "sound"),
 }
 HERDR_STATES = ("idle", "working", "blocked", "unknown")
 
@@ -151,6 +152,9 @@ class FakeHerdr:
         missing = [name for name in required if name not in params]
         if missing:
             return _error(body, "invalid_params", f"missing {', '.join(missing)}")
+        if request.method == "notification.show":  # not a lifecycle report: no seq
+            request.accepted = True
+            return {"id": body.get("id"), "result": {"shown": True}}
         if not isinstance(params["seq"], int):
             return _error(body, "invalid_params", "seq must be an integer")
         if "state" in required and params["state"] not in HERDR_STATES:
