@@ -58,7 +58,6 @@ from iota.compaction_meter import (
     go_value,
     normal_threshold,
     snoozed,
-    status_text,
 )
 from iota.errors import CompactionFailed, ProviderError
 from iota.memory import soft_warning
@@ -72,7 +71,7 @@ __all__ = [
     "EMPTY_SUMMARY", "MIN_BOT_WINDOW", "NOTHING_TO_COMPACT", "NOT_NOW", "NOT_SAVED", "SUMMARY_INSTRUCTION", "Compacted", "CompactionFailed", "Meter", "Split",
     "bot_reserve", "bot_threshold", "compact", "compacted_line", "estimate_messages", "failed_line",
     "failing_alert", "flush_notice", "is_flush_notice", "normal_threshold", "offer_question",
-    "recent_identifiers", "snoozed", "split_for_compaction", "status_text", "summarize", "summary_request",
+    "recent_identifiers", "snoozed", "split_for_compaction", "summarize", "summary_request",
 ]
 
 # -- what the chat shows ---------------------------------------------------------------------------

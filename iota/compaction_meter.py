@@ -38,7 +38,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from iota.config import format_size
+from iota.text import context_figure
 from iota.messages import ASSISTANT, Message, Usage
 
 # The smallest window a bot may run in: below it the memory and the reserve fill the window
@@ -173,9 +173,4 @@ class Meter:
 
     def status(self) -> str:
         """`[≈]<used> / <window> (<pct>%)`, e.g. `≈96k / 128k (75%)`."""
-        return status_text(self.used, self.window, self.estimated)
-
-
-def status_text(used: int, window: int, estimated: bool) -> str:
-    percent = used * 100 // window if window > 0 else 0
-    return f"{'≈' if estimated else ''}{format_size(used)} / {format_size(window)} ({percent}%)"
+        return context_figure(self.used, self.window, self.estimated)

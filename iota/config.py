@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from iota import paths
 from iota.config_audit import PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode, fail
 from iota.errors import ConfigError, MissingAPIKey
+from iota.text import format_size
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -47,14 +48,6 @@ def parse_size(value: Any) -> int:
             if size > 0:
                 return size
     raise ValueError(f'want a size like 200k or 1m, got "{value}"')
-
-
-def format_size(tokens: int) -> str:
-    """128000 → `128k`, 8200 → `8.2k`, 1500000 → `1.5m`."""
-    for unit, scale in (("m", 10**6), ("k", 10**3)):
-        if tokens >= scale:
-            return f"{tokens / scale:.1f}".rstrip("0").rstrip(".") + unit
-    return str(tokens)
 
 
 class _Entry(BaseModel):

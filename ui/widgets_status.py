@@ -14,40 +14,18 @@ from collections.abc import Callable
 import urwid
 
 from actors.events import Status
+from iota.text import context_figure, format_elapsed
 
 SEPARATOR = " · "
 
 
-def format_tokens(count: int) -> str:
-    """842 → `842`, 1234 → `1.2k`, 128000 → `128k`, 1500000 → `1.5m`."""
-    for unit, scale in (("m", 10**6), ("k", 10**3)):
-        if count >= scale:
-            return f"{count / scale:.1f}".removesuffix(".0") + unit
-    return str(count)
-
-
-def format_elapsed(seconds: float) -> str:
-    """`<1s`, `42s`, `1m 12s`, `2h 5m`: how timers read."""
-    whole = int(seconds)
-    if whole < 1:
-        return "<1s"
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60}s"
-    return f"{whole // 3600}h {whole % 3600 // 60}m"
-
-
-def context_figure(status: Status) -> str:
-    percent = status.context_used * 100 // status.context_window if status.context_window else 0
-    estimate = "≈" if status.estimated else ""
-    return (f"{estimate}{format_tokens(status.context_used)} / {format_tokens(status.context_window)}"
-            f" ({percent}%)")
+def context_text(status: Status) -> str:
+    return context_figure(status.context_used, status.context_window, status.estimated)
 
 
 def status_segments(status: Status, now: float) -> list[tuple[str, str]]:
     """The row's segments as (attribute, text), in order; `now` is on the clock `running_since` is."""
-    segments = [("status", status.model), ("status", context_figure(status))]
+    segments = [("status", status.model), ("status", context_text(status))]
     if status.running:
         segments.append(("status_running", status.running))
         if status.running_since is not None:

@@ -40,6 +40,7 @@ from typing import BinaryIO
 
 import trio
 
+from iota.text import format_elapsed
 from iota.tools.base import ToolError
 
 MAX_JOBS = 16
@@ -130,18 +131,6 @@ def command_name(command: str) -> str:
     if len(first) > NAME_CHARS:
         return first[: NAME_CHARS - 2].rstrip() + " …"
     return first + " …" if len(lines) > 1 else first
-
-
-def format_elapsed(seconds: float) -> str:
-    """`<1s`, `42s`, `1m 12s`, `2h 5m`: how timers read."""
-    whole = int(seconds)
-    if whole < 1:
-        return "<1s"
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60}s"
-    return f"{whole // 3600}h {whole % 3600 // 60}m"
 
 
 class _Command:

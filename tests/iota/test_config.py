@@ -150,7 +150,9 @@ def test_sizes(text, size):
 
 
 def test_format_size():
-    assert [config.format_size(n) for n in (8200, 128_000, 1_500_000, 999)] == ["8.2k", "128k", "1.5m", "999"]
+    from iota.text import format_size
+
+    assert [format_size(n) for n in (8200, 128_000, 1_500_000, 999)] == ["8.2k", "128k", "1.5m", "999"]
 
 
 def test_layered_parameters_agent_over_model_over_default(fake_home, project):

@@ -14,7 +14,8 @@ from ui.widgets import ChatLayout
 from ui.widgets_card import CardWidget, card_lines, text_of, truncate_middle
 from ui.widgets_chooser import Chooser
 from ui.widgets_scroll import Scroller
-from ui.widgets_status import StatusRow, format_elapsed, format_tokens, status_text
+from iota.text import format_elapsed, format_size
+from ui.widgets_status import StatusRow, status_text
 from ui.widgets_transcript import Transcript
 
 ID = "01hq3z8a9b2c"
@@ -123,7 +124,7 @@ def test_timers_read(seconds, text):
     (842, "842"), (1234, "1.2k"), (128_000, "128k"), (1_000_000, "1m"), (1_500_000, "1.5m"),
 ])
 def test_token_counts_read(count, text):
-    assert format_tokens(count) == text
+    assert format_size(count) == text
 
 
 def test_the_status_row_says_the_model_the_context_what_runs_and_what_is_queued():

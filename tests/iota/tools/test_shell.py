@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from iota.tools.base import ToolError, Toolbox
-from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, format_elapsed, open_job_table, read_capped
+from iota.text import format_elapsed
+from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, open_job_table, read_capped
 from iota.tools.sandbox import Sandbox, probe_sandbox
 from iota.tools.shell import ShellTool, first_word, go_duration
 from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)

@@ -1,0 +1,32 @@
+"""How figures read, wherever they are shown: sizes in tokens, timers, the context figure.
+
+No imports: the terminal app uses these before anything heavy is loaded.
+"""
+
+from __future__ import annotations
+
+
+def format_size(tokens: int) -> str:
+    """842 → `842`, 8200 → `8.2k`, 128000 → `128k`, 1500000 → `1.5m`."""
+    for unit, scale in (("m", 10**6), ("k", 10**3)):
+        if tokens >= scale:
+            return f"{tokens / scale:.1f}".removesuffix(".0") + unit
+    return str(tokens)
+
+
+def format_elapsed(seconds: float) -> str:
+    """`<1s`, `42s`, `1m 12s`, `2h 5m`: how timers read."""
+    whole = int(seconds)
+    if whole < 1:
+        return "<1s"
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60}s"
+    return f"{whole // 3600}h {whole % 3600 // 60}m"
+
+
+def context_figure(used: int, window: int, estimated: bool) -> str:
+    """`[≈]<used> / <window> (<pct>%)`, e.g. `≈96k / 128k (75%)`; `≈` marks a local estimate."""
+    percent = used * 100 // window if window > 0 else 0
+    return f"{'≈' if estimated else ''}{format_size(used)} / {format_size(window)} ({percent}%)"
