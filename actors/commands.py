@@ -15,12 +15,13 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Notice, Panel, TextDelta, TurnEnded, UserEcho
-from actors.lane import Lane
+from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
+from actors.lane import Lane, summarize
 from iota import __version__, bots, paths
 from iota import config as config_module
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
+from iota.tools.base import ToolResult
 from iota.session import Session, delete_session, list_sessions, repair_tail, session_label
 
 
@@ -135,6 +136,11 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
         for message in messages[index + 1:end]:
             if message.role == ASSISTANT and message.content:
                 events.append(TextDelta(message.content))
+            if message.role == TOOL:  # a tool line between two replies keeps them apart
+                result = ToolResult(message.content, message.is_error)
+                events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
+                events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
+                                        message.is_error))
         events.append(TurnEnded(interrupted=any(m.interrupted for m in messages[index + 1:end])))
     events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
     if repaired:

@@ -3,6 +3,7 @@
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel)──► face ──index or None──► the waiting job
+    the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     status ──Status(...)──► face
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
@@ -14,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import trio
+
+from iota.tools.ask import Question
 
 # ---- from the face ---------------------------------------------------------------------------
 
@@ -127,6 +130,16 @@ class Choose:
 
     title: str
     options: tuple[str, ...]
+    reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """The model's `confirm` or `choose`: questions asked one after another, each a single or a
+    multi select, most with an "Other…" row where the person types an answer. One
+    `iota.tools.ask.Answer` per question goes back on `reply`; Esc sends None."""
+
+    questions: tuple[Question, ...]
     reply: trio.MemorySendChannel = field(compare=False)
 
 

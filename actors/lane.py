@@ -22,6 +22,7 @@ from typing import Awaitable, Callable
 import trio
 from trio_util import RepeatedEvent
 
+from actors.ask import needing_input
 from actors.notifier import HostLink
 from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
@@ -150,12 +151,13 @@ class Lane:
     @contextmanager
     def interruptible(self):
         """A scope Ctrl+C cancels, for a part of a job (the flush's compaction after its turn)."""
+        outer = self._job_scope
         with trio.CancelScope() as scope:
             self._job_scope = scope
             try:
                 yield scope
             finally:
-                self._job_scope = None
+                self._job_scope = outer
 
     @property
     def context_used(self) -> int:
@@ -195,8 +197,13 @@ class Lane:
     async def _user_turn(self, text: str) -> None:
         self.emit(UserEcho(text))
         user = Message(USER, content=text)
-        for hook in self.before_send:
-            await hook(self, user)
+        with self.interruptible() as scope:
+            for hook in self.before_send:
+                await hook(self, user)
+        if scope.cancelled_caught:  # Ctrl+C on a question asked before sending: keep the message, unsent
+            await self.keep([user])
+            self.emit(TurnEnded(interrupted=True))
+            return
         try:
             turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
         except ContextTooLong:
@@ -288,13 +295,10 @@ class Lane:
         self.emit(Choose(title, options, send))
         before = self._running
         self.set_running("Waiting for your answer")
-        self.host.state(State.NEEDS_INPUT)
-        if ping:
-            self.host.notify(PingKind.NEEDS_INPUT, ping)
         try:
-            return await receive.receive()
+            with needing_input(self.host, ping):
+                return await receive.receive()
         finally:
-            self.host.state(State.BUSY)
             self.set_running(before)
 
     def report_session(self) -> None:

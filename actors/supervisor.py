@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 import signal
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Awaitable, Callable
 
 import trio
 
 from actors import input as input_actor
 from actors import notifier
+from actors.ask import ask_through
 from actors.notifier import open_host_link
 from actors.events import Card, Notice
 from actors.lane import JobNote, Lane
@@ -89,6 +91,7 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
             events_send.send_nowait(event)
         for work in parts.background:
             nursery.start_soon(trio.to_thread.run_sync, work)
+        parts.setup.asker = partial(ask_through, events_send, link)  # the `ask` tools' way to the person
         async with parts.setup.open_tools(notes_send) as toolbox:
             for warning in parts.setup.warnings:
                 if warning not in parts.card.warnings:

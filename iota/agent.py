@@ -152,12 +152,18 @@ async def _run_calls(turn: Turn, calls: list[ToolCall], toolbox: Toolbox, approv
     by side; anything gated runs alone, after its question is answered."""
     results: dict[str, ToolResult] = {}
     for batch in _batches(calls, toolbox):
-        async with trio.open_nursery() as nursery:
+        try:
+            async with trio.open_nursery() as nursery:
+                for call in batch:
+                    nursery.start_soon(_run_call, turn, call, toolbox, approvals, observer, results)
+        finally:
+            # Also when cancelled: a call that finished keeps its result (the rest are answered
+            # as interrupted by Turn.interrupt), in call order as long as the earlier ones finished.
             for call in batch:
-                nursery.start_soon(_run_call, turn, call, toolbox, approvals, observer, results)
-        for call in batch:
-            turn.messages.append(Message(TOOL, content=results[call.id].content, tool_call_id=call.id,
-                                         tool_call_name=call.name, is_error=results[call.id].is_error))
+                if call.id not in results:
+                    break
+                turn.messages.append(Message(TOOL, content=results[call.id].content, tool_call_id=call.id,
+                                             tool_call_name=call.name, is_error=results[call.id].is_error))
 
 
 def _batches(calls: list[ToolCall], toolbox: Toolbox) -> list[list[ToolCall]]:

@@ -23,6 +23,7 @@ from iota.errors import ConfigError
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
 from iota.providers.base import Provider, Request
+from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
 from iota.tools.skills import LoadSkill, Skill, discover
 
@@ -41,6 +42,8 @@ class ChatSetup:
     host_lines: list[str] = field(default_factory=list)
     memory_block: str = ""
     extra_tools: list = field(default_factory=list)   # a bot's `remember`
+    # How the `ask` tools reach the person; the interactive chat sets it before opening the tools.
+    asker: Asker | None = None
     _provider: Provider | None = None
 
     @property
@@ -98,6 +101,9 @@ class ChatSetup:
             toolbox.add(LoadSkill(self.skills))
         for tool in self.extra_tools:
             toolbox.add(tool)
+        if self.interactive and tools.ask and self.asker is not None:
+            for tool in ask_tools(self.asker):
+                toolbox.add(tool)
         if tools.shell is None:
             yield toolbox
             return

@@ -95,5 +95,5 @@ class Toolbox:
             return await tool.run(args)
         except ToolError as error:
             return ToolResult(str(error), is_error=True)
-        except (OSError, ValueError, TypeError, KeyError) as error:
+        except Exception as error:  # a tool's own bug is still only a result: the turn goes on
             return ToolResult(f"{name} failed: {error}", is_error=True)

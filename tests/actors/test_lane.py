@@ -493,9 +493,6 @@ async def test_esc_on_the_stream_ends_the_turn_interrupted_and_keeps_it(open_lan
                                 {"role": "assistant", "content": "partial", "interrupted": True}]
 
 
-@pytest.mark.xfail(strict=True, reason="_user_turn awaits before_send outside its try: Ctrl+C there ends the job "
-                                       "with no TurnEnded, so the face never closes the turn or withdraws the "
-                                       "Choose (actors/lane.py)")
 async def test_interrupt_during_the_question_before_a_send_still_ends_the_turn(open_lane):
     """The compaction offer asks before the message is sent; Ctrl+C on it must still close the
     turn the face opened with UserEcho (the face withdraws open questions on TurnEnded)."""
@@ -516,9 +513,6 @@ async def test_interrupt_during_the_question_before_a_send_still_ends_the_turn(o
 # ---- the echo of a resumed session (actors.commands.resume_opening, also used by /session) ----
 
 
-@pytest.mark.xfail(strict=True, reason="resume_opening echoes each assistant message as a bare TextDelta and skips "
-                                       "tool calls, so the face glues the texts around a tool call into one reply "
-                                       "(`Let me look.Done.`) (actors/commands.py)")
 def test_the_echo_of_a_resumed_round_keeps_replies_around_a_tool_call_apart(session):
     from actors.commands import resume_opening
     from iota.messages import ToolCall

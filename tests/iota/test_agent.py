@@ -263,8 +263,6 @@ async def test_an_os_error_in_a_tool_becomes_an_error_result(fake_model, provide
     assert turn.reply == "ok"
 
 
-@pytest.mark.xfail(strict=True, reason="Toolbox.call catches only OSError/ValueError/TypeError/KeyError: any other "
-                                       "exception from a tool escapes and ends the turn (iota/tools/base.py)")
 async def test_any_exception_in_a_tool_becomes_an_error_result(fake_model, provider):
     toolbox = Toolbox([Raises(RuntimeError("tool bug"))])
     fake_model.reply(tool_calls=[tool_call("raises", id="c1")])
@@ -439,8 +437,6 @@ async def test_cancelling_mid_tool_answers_the_unanswered_calls_as_interrupted(f
     assert turn.interrupted
 
 
-@pytest.mark.xfail(strict=True, reason="_run_calls appends a batch's results only when the whole batch is done, so a "
-                                       "reader that finished before Ctrl+C is answered as interrupted (iota/agent.py)")
 async def test_a_reader_that_finished_before_ctrl_c_keeps_its_result(fake_model, provider):
     class Quick(Tool):
         name = "quick"

@@ -1,0 +1,138 @@
+"""The model's questions (`confirm`, `choose`), shown above the composer like the approval prompt.
+
+    (1/2) Which database should the service use?         a single select: Enter or a digit
+    ❯ 1. PostgreSQL                                      answers with the row
+      2. SQLite
+      3. Other…                                          Enter opens a line to type in
+
+    (2/2) Which checks should run?  Space selects · Enter confirms
+      1. [x] lint                                        a multi select: Space (or a digit)
+    ❯ 2. [ ] tests                                       ticks a row, Enter confirms the
+      3. [ ] Other…                                      ticked rows
+
+    ❯ 3. Other: rate limits▏                             the line: Enter answers with what was
+                                                         typed (with the ticked rows), Esc or
+                                                         Up/Down go back to the rows
+
+A `QuestionForm` asks an `Ask`'s questions one after another, a `QuestionChooser` each, and
+answers `on_answer` once: with an `iota.tools.ask.Answer` per question, or None when the person
+pressed Esc on any of them. Enter on a multi select with nothing ticked takes the selected row,
+so a single pick reads the same in both kinds. A question without "Other…" (`confirm`'s yes or
+no) is the plain chooser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import urwid
+
+from iota.tools.ask import Answer, Question
+from ui.widgets_chooser import Chooser
+
+OTHER = "Other…"
+MULTI_HINT = "  Space selects · Enter confirms"
+
+
+class QuestionChooser(Chooser):
+    def __init__(self, question: Question, on_answer: Callable[[Answer | None], None], *, title: str):
+        self._question = question
+        self._ticked: set[int] = set()
+        self._other_line = urwid.Edit()
+        self._editing = False
+        super().__init__(title, (*question.options, *((OTHER,) if question.other else ())), on_answer)
+
+    @property
+    def _other_row(self) -> int | None:
+        return len(self._question.options) if self._question.other else None
+
+    def keypress(self, size: tuple[int], key: str) -> str | None:
+        if self._editing:
+            return self._edit_keypress(size, key)
+        if key == " " and self._question.multi:
+            self._pick(self._selected)
+        elif key == "enter" and self._question.multi and self._ticked:
+            self._answer(Answer(self._ticked_options()))
+        else:  # Up, Down, Esc, digits; Enter on a single select or with nothing ticked
+            return super().keypress(size, key)
+        return None
+
+    def _pick(self, position: int) -> None:
+        if position == self._other_row:
+            self._editing = True
+        elif self._question.multi:
+            self._ticked ^= {position}
+        else:
+            self._answer(Answer((self._options[position],)))
+            return
+        self._redraw()
+
+    def _edit_keypress(self, size: tuple[int], key: str) -> str | None:
+        if key == "enter":
+            typed = " ".join(self._other_line.edit_text.split())
+            if typed:
+                self._answer(Answer(self._ticked_options(), typed))
+                return None
+            self._editing = False
+        elif key == "esc":
+            self._editing = False
+        elif key in ("up", "down"):
+            self._editing = False
+            return super().keypress(size, key)
+        else:
+            return self._w.keypress(size, key)  # the row's line editor
+        self._redraw()
+        return None
+
+    def _ticked_options(self) -> tuple[str, ...]:
+        return tuple(self._options[position] for position in sorted(self._ticked))
+
+    def _label(self, position: int) -> str:
+        if not self._question.multi:
+            return self._options[position]
+        return f"[{'x' if position in self._ticked else ' '}] {self._options[position]}"
+
+    def _markup(self, rows: int) -> list[str | tuple[str, str]]:
+        title, *options = super()._markup(rows)
+        return [title, *([("dim", MULTI_HINT)] if self._question.multi else []), *options]
+
+    def _redraw(self) -> None:
+        if not self._editing:
+            super()._redraw()
+            self._w = self._text
+            return
+        # The "Other…" row, always the last, turns into a line editor (with the terminal's cursor).
+        self._text.set_text(self._markup(len(self._options) - 1))
+        prompt = urwid.Text(("choice_selected", f"❯ {len(self._options)}. Other: "))
+        self._w = urwid.Pile([self._text, urwid.Columns([("pack", prompt), self._other_line])], focus_item=1)
+
+
+class QuestionForm(urwid.WidgetWrap):
+    """The questions of one `Ask`, one at a time; `(n/total)` before each title when there are several."""
+
+    def __init__(self, questions: Sequence[Question], on_answer: Callable[[tuple[Answer, ...] | None], None]):
+        self._questions = tuple(questions)
+        self._answers: list[Answer] = []
+        self._on_answer: Callable[[tuple[Answer, ...] | None], None] | None = on_answer
+        super().__init__(self._chooser(0))
+
+    def _chooser(self, number: int) -> QuestionChooser:
+        question = self._questions[number]
+        several = len(self._questions) > 1
+        title = f"({number + 1}/{len(self._questions)}) {question.text}" if several else question.text
+        return QuestionChooser(question, self._answered, title=title)
+
+    def _answered(self, answer: Answer | None) -> None:
+        if answer is None:
+            self._finish(None)
+            return
+        self._answers.append(answer)
+        if len(self._answers) < len(self._questions):
+            self._w = self._chooser(len(self._answers))
+        else:
+            self._finish(tuple(self._answers))
+
+    def _finish(self, answers: tuple[Answer, ...] | None) -> None:
+        on_answer, self._on_answer = self._on_answer, None
+        if on_answer is not None:
+            on_answer(answers)
