@@ -171,6 +171,7 @@ class Lane:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         self.show_status()
+        self.host.state(self._resting_state())  # the first report: the chat is ready
         while True:
             job = await self.inbox.get()
             self._idle = trio.Event()
@@ -184,7 +185,7 @@ class Lane:
                 self.set_running("")
                 self._idle.set()
             if not self.inbox:
-                self.host.state(State.ERROR if self._failed else State.IDLE)
+                self.host.state(State.ERROR if self._failed else self._resting_state())
 
     async def _run(self, job: Job) -> None:
         if isinstance(job, UserMessage):
@@ -300,6 +301,11 @@ class Lane:
                 return await receive.receive()
         finally:
             self.set_running(before)
+
+    def _resting_state(self) -> State:
+        """Between jobs: busy while a background shell job still runs, else idle."""
+        jobs = self.toolbox.jobs
+        return State.BUSY if jobs is not None and jobs.running() else State.IDLE
 
     def report_session(self) -> None:
         """Tell the host which session this chat writes (at start, after /save, after a switch)."""

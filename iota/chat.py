@@ -120,6 +120,7 @@ class ChatSetup:
         if job_notices is None:  # nobody reads them: an unbounded channel never blocks a job
             job_notices, _ = trio.open_memory_channel(math.inf)
         async with open_job_table(job_notices) as jobs:
+            toolbox.jobs = jobs
             toolbox.add(ShellTool(root=self.project_root, jobs=jobs,
                                   sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
                                   auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0]))

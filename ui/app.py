@@ -7,7 +7,7 @@
 
     events ──► the event pump ──► ChatLayout.apply ──► (urwid redraws when trio next idles)
     keys ──► urwid (TrioEventLoop) ──► ChatLayout ──► on_input / on_answer ──► the outbox
-    the outbox ──► the deliverer ──► `inputs` (Submit, Interrupt, …) or a Choose's `reply`
+    the outbox ──► the deliverer ──► `inputs` (Submit, Interrupt, …) or a Choose's or Ask's `reply`
     the status ticker: once a second, while the status row shows a timer, read the clock again
 
 Key handlers run synchronously inside urwid, and a channel send may have to wait, so they only
@@ -34,7 +34,7 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Choose, Status
+from actors.events import Ask, Choose, Status
 from ui import theme
 from ui.widgets import ChatLayout
 
@@ -107,8 +107,8 @@ class ChatApp:
     def _send_input(self, message: object) -> None:
         self._outbox_send.send_nowait((None, message))
 
-    def _send_answer(self, choose: Choose, index: int | None) -> None:
-        self._outbox_send.send_nowait((choose.reply, index))
+    def _send_answer(self, prompt: Choose | Ask, answer: object) -> None:
+        self._outbox_send.send_nowait((prompt.reply, answer))
 
     async def run(self, events: trio.MemoryReceiveChannel, inputs: trio.MemorySendChannel,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -3,7 +3,7 @@
     ┌──────────────────────────────────────────┐
     │ transcript (scrolls, follows the bottom) │
     │ …                                        │
-    │ chooser          (while a Choose is open)│
+    │ chooser   (while a Choose or Ask is open)│
     │ slash suggestions   (text starts with /) │
     │ ──────────────────────────────────────── │
     │ ❯ composer                               │
@@ -12,7 +12,8 @@
     └──────────────────────────────────────────┘
 
 `ChatLayout.apply` draws one event from the actors; what the person does comes out as the four
-inputs of `actors.events` through `on_input`, and the answer to a `Choose` through `on_answer`.
+inputs of `actors.events` through `on_input`, and the answer to a `Choose` (an index) or an `Ask`
+(its answers) through `on_answer`. Both wait in one queue and show one at a time.
 The layout never holds a channel: sending is the app's (ui.app), so no widget can block.
 
 Keys, in order: Ctrl+C interrupts, always (also over an open chooser, where it interrupts the
@@ -29,11 +30,12 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Card, CancelInnermost, Choose, ErrorLine, Focus, Interrupt, Leave, Notice, Panel,
-                           SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted, TurnEnded,
+from actors.events import (Ask, Card, CancelInnermost, Choose, ErrorLine, Focus, Interrupt, Leave, Notice,
+                           Panel, SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
 from ui.widgets_chooser import Chooser
 from ui.widgets_composer import Composer, SlashSuggestions
+from ui.widgets_question import QuestionForm
 from ui.widgets_status import StatusRow
 from ui.widgets_transcript import Transcript
 
@@ -43,7 +45,7 @@ PROMPT = "❯ "
 class ChatLayout(urwid.WidgetWrap):
     def __init__(self, *, home: str | None, clock: Callable[[], float],
                  on_input: Callable[[object], None],
-                 on_answer: Callable[[Choose, int | None], None]):
+                 on_answer: Callable[[Choose | Ask, object], None]):
         self._on_input = on_input
         self._on_answer = on_answer
         self.transcript = Transcript(home)
@@ -52,15 +54,15 @@ class ChatLayout(urwid.WidgetWrap):
         self._composer_row = urwid.Columns([(len(PROMPT), urwid.Text(("composer_mark", PROMPT))), self.composer],
                                            focus_column=1)
         self.status_row = StatusRow(clock)
-        self._choices: deque[Choose] = deque()
-        self._chooser: Chooser | None = None
+        self._choices: deque[Choose | Ask] = deque()
+        self._chooser: Chooser | QuestionForm | None = None
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
         self._arrange_bottom()
         super().__init__(urwid.Frame(body=self.transcript, footer=self._bottom, focus_part="footer"))
 
     @property
-    def chooser(self) -> Chooser | None:
+    def chooser(self) -> Chooser | QuestionForm | None:
         return self._chooser
 
     def _arrange_bottom(self) -> None:
@@ -98,7 +100,7 @@ class ChatLayout(urwid.WidgetWrap):
                 self._withdraw_choices()
             case Status():
                 self.status_row.show(event)
-            case Choose():
+            case Choose() | Ask():
                 self._choices.append(event)
                 self._show_next_choice()
             case SlashCommands(commands=commands):
@@ -110,14 +112,16 @@ class ChatLayout(urwid.WidgetWrap):
 
     def _show_next_choice(self) -> None:
         if self._chooser is None and self._choices:
-            choose = self._choices[0]
-            self._chooser = Chooser(choose.title, choose.options, partial(self._answered, choose))
+            prompt = self._choices[0]
+            answered = partial(self._answered, prompt)
+            self._chooser = (Chooser(prompt.title, prompt.options, answered) if isinstance(prompt, Choose)
+                             else QuestionForm(prompt.questions, answered))
             self._arrange_bottom()
 
-    def _answered(self, choose: Choose, index: int | None) -> None:
+    def _answered(self, prompt: Choose | Ask, answer: object) -> None:
         self._choices.popleft()
         self._chooser = None
-        self._on_answer(choose, index)
+        self._on_answer(prompt, answer)
         self._show_next_choice()
         self._arrange_bottom()
 

@@ -8,7 +8,8 @@
     (2/2) Which checks should run?  Space selects · Enter confirms
       1. [x] lint                                        a multi select: Space (or a digit)
     ❯ 2. [ ] tests                                       ticks a row, Enter confirms the
-      3. [ ] Other…                                      ticked rows
+      3. [ ] Other…                                      ticked rows; on "Other…" either key
+                                                         opens its line
 
     ❯ 3. Other: rate limits▏                             the line: Enter answers with what was
                                                          typed (with the ticked rows), Esc or
@@ -51,9 +52,9 @@ class QuestionChooser(Chooser):
             return self._edit_keypress(size, key)
         if key == " " and self._question.multi:
             self._pick(self._selected)
-        elif key == "enter" and self._question.multi and self._ticked:
-            self._answer(Answer(self._ticked_options()))
-        else:  # Up, Down, Esc, digits; Enter on a single select or with nothing ticked
+        elif key == "enter" and self._question.multi and self._selected != self._other_row:
+            self._answer(Answer(self._ticked_options() or (self._options[self._selected],)))
+        else:  # Up, Down, Esc, digits; Enter on a single select or on "Other…"
             return super().keypress(size, key)
         return None
 

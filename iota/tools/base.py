@@ -65,6 +65,7 @@ class Toolbox:
 
     def __init__(self, tools: list[Tool] | None = None):
         self._tools: dict[str, Tool] = {}
+        self.jobs = None  # the shell's background job table, when the chat has one
         for tool in tools or []:
             self.add(tool)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codecs
 import enum
+import io
 import math
 import os
 import shutil
@@ -379,15 +380,24 @@ def read_capped(path: os.PathLike[str] | str) -> str:
     128 and last 384 newlines, then reads the at most 32 KiB it returns. A file still growing is
     read as it was when this started."""
     with open(path, "rb") as log:
-        size = os.fstat(log.fileno()).st_size
-        spans = _line_capped(log, size)
-        total = sum(_span_length(span) for span in spans)
-        if total <= MAX_BYTES:
-            return _read_spans(log, spans, 0, total).decode(errors="replace")
-        head = _cut_back_to_character(_read_spans(log, spans, 0, HEAD_BYTES))
-        tail = _cut_forward_to_character(_read_spans(log, spans, total - TAIL_BYTES, total))
-        omitted = total - len(head) - len(tail)
-        return head.decode(errors="replace") + BYTES_OMITTED.format(omitted) + tail.decode(errors="replace")
+        return _capped(log, os.fstat(log.fileno()).st_size)
+
+
+def cap_text(text: str) -> str:
+    """`text` under the same caps as a command's output (what an MCP tool returns is capped so)."""
+    data = text.encode()
+    return _capped(io.BytesIO(data), len(data))
+
+
+def _capped(log: BinaryIO, size: int) -> str:
+    spans = _line_capped(log, size)
+    total = sum(_span_length(span) for span in spans)
+    if total <= MAX_BYTES:
+        return _read_spans(log, spans, 0, total).decode(errors="replace")
+    head = _cut_back_to_character(_read_spans(log, spans, 0, HEAD_BYTES))
+    tail = _cut_forward_to_character(_read_spans(log, spans, total - TAIL_BYTES, total))
+    omitted = total - len(head) - len(tail)
+    return head.decode(errors="replace") + BYTES_OMITTED.format(omitted) + tail.decode(errors="replace")
 
 
 # The line-capped text as a list of spans: (start, end) byte ranges of the file, and the marker.

@@ -19,6 +19,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import uvicorn
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
 PNG_BYTES = 12 * 1024
 
 
@@ -30,9 +34,6 @@ class HttpServer:
 
 @contextmanager
 def serve_http() -> Iterator[HttpServer]:
-    import uvicorn
-    from mcp.server.mcpserver import Context, Image, MCPServer
-
     served = HttpServer()
     app = MCPServer("echo", log_level="WARNING")
 
@@ -43,7 +44,7 @@ def serve_http() -> Iterator[HttpServer]:
 
     @app.tool(description="Fail with the reason given.")
     def fail(reason: str) -> str:
-        raise ValueError(reason)
+        raise ToolError(reason)
 
     @app.tool(description="A picture and a caption.")
     def picture() -> list:
