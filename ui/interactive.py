@@ -37,6 +37,14 @@ from ui.app import ChatApp
 
 
 def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
+    with ExitStack() as cleanup:
+        parts = open_chat(args, loaded, cleanup)
+        return trio.run(run_chat, parts, ChatApp().run)
+
+
+def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack) -> ChatParts:
+    """Everything a chat is made of, its session open and locked; `cleanup` closes what was
+    opened. The face is the caller's (the terminal app, or a benchmark's script)."""
     cwd = Path.cwd()
     if args.command == "resume":
         bundle = resolve_session(args.id) if args.id else _pick_session()
@@ -47,33 +55,32 @@ def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
     else:
         agent = config_module.find_agent(loaded, args.agent)
         session = None
-    with ExitStack() as cleanup:
-        if session is not None:
-            cleanup.callback(session.close)
-        setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
-                             replay=session.meta if session else None)
-        host = detect(os.environ)
-        setup.host_lines = host_lines(host)
-        if agent.mode == "bot":
-            chat = _open_bot(args, setup, cleanup)
-        else:
-            chat = _open_chat(args, setup, session)
-        cleanup.callback(chat.close_switched)
-        commands = {name: entry for name, entry in COMMANDS.items()
-                    if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
-        compactor = chat.compactor
-        if compactor is not None:
-            commands["compact"] = (COMMANDS["compact"][0], compactor.command)
-        parts = ChatParts(
-            setup=setup, conversation=chat.conversation, card=_card(setup, chat.label, host.name, chat.warnings),
-            commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
-            opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
-                     *chat.opening],
-            before_send=[chat.watcher.before_send, compactor.before_send if compactor else CompactionOffer()],
-            after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
-            recover=compactor.recover if compactor else None,
-            on_start=[compactor.check] if compactor else [])
-        return trio.run(run_chat, parts, ChatApp().run)
+    if session is not None:
+        cleanup.callback(session.close)
+    setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
+                         replay=session.meta if session else None)
+    host = detect(os.environ)
+    setup.host_lines = host_lines(host)
+    if agent.mode == "bot":
+        chat = _open_bot(args, setup, cleanup)
+    else:
+        chat = _open_chat(args, setup, session)
+    cleanup.callback(chat.close_switched)
+    commands = {name: entry for name, entry in COMMANDS.items()
+                if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
+    compactor = chat.compactor
+    if compactor is not None:
+        commands["compact"] = (COMMANDS["compact"][0], compactor.command)
+    parts = ChatParts(
+        setup=setup, conversation=chat.conversation, card=_card(setup, chat.label, host.name, chat.warnings),
+        commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
+        opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
+                 *chat.opening],
+        before_send=[chat.watcher.before_send, compactor.before_send if compactor else CompactionOffer()],
+        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
+        recover=compactor.recover if compactor else None,
+        on_start=[compactor.check] if compactor else [])
+    return parts
 
 
 @dataclass

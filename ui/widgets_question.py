@@ -59,6 +59,7 @@ class QuestionChooser(Chooser):
         return None
 
     def _pick(self, position: int) -> None:
+        self._selected = position  # a digit moves the cursor too, so the row it opened or ticked shows it
         if position == self._other_row:
             self._editing = True
         elif self._question.multi:

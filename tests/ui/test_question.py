@@ -73,8 +73,8 @@ def test_space_ticks_rows_of_a_multi_select_and_enter_confirms_them_in_listed_or
                            "❯ 1. [ ] lint", "  2. [ ] tests", "  3. [ ] bench", "  4. [ ] Other…"]
     form.keys("down", "down", " ", "up", "up", " ", " ", " ")
     assert form.screen[1:4] == ["❯ 1. [x] lint", "  2. [ ] tests", "  3. [x] bench"]
-    form.keys("2", "2", "2")  # a digit ticks its row too
-    assert form.screen[2] == "  2. [x] tests"
+    form.keys("2", "2", "2")  # a digit ticks its row too, and moves the cursor there
+    assert form.screen[2] == "❯ 2. [x] tests"
     assert form.answers == []
     form.keys("enter")
     assert form.answers == [(Answer(("lint", "tests", "bench")),)]
@@ -92,7 +92,7 @@ def test_other_opens_a_line_to_type_in_and_enter_answers_with_the_text():
     form = Form(DATABASE)
     form.keys("down", "down", "enter")
     assert form.screen == ["Which database?", "  1. PostgreSQL", "  2. SQLite", "❯ 3. Other:"]
-    form.keys(*"DuckDB, 1 file", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace")
+    form.keys(*"DuckDB 1", "backspace", "backspace")
     assert form.screen[-1] == "❯ 3. Other: DuckDB"
     canvas = form.widget.render((60,), True)
     assert canvas.cursor == (len("❯ 3. Other: DuckDB"), 3)  # the terminal's cursor sits on the line

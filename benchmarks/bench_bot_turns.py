@@ -1,0 +1,126 @@
+"""A bot conversation of many turns through several compactions, against the fake model server.
+
+Runs the real chat (supervisor, lane, compactor, session writes) in-process with a scripted face
+instead of the terminal app: it sends a message, waits until the chat is idle again (the turn,
+and any memory flush and compaction after it), and sends the next. Every 100th turn reports a
+context past the bot's threshold, so the bot flushes and compacts. The harness time of a turn is
+its wall time less the time spent inside the provider (the model's share); it should stay flat
+as the log grows. At the end it times opening the bot again (reading the session view).
+
+    .venv/bin/python benchmarks/bench_bot_turns.py [turns]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from actors.events import Leave, Status, Submit, TurnEnded  # noqa: E402
+from actors.supervisor import run_chat  # noqa: E402
+from iota import config  # noqa: E402
+from tests.support.fake_model import FakeModel  # noqa: E402
+from ui.cli import build_parser  # noqa: E402
+from ui.interactive import open_chat  # noqa: E402
+
+EVERY = 100       # a compaction every this many turns
+PAST = 17_000     # past the 16k threshold of a 32k window
+
+
+class TimedProvider:
+    """The real provider, with the time spent in it added up."""
+
+    def __init__(self, provider):
+        self.provider = provider
+        self.name = provider.name
+        self.reports_usage = provider.reports_usage
+        self.seconds = 0.0
+
+    async def stream(self, request, on_text):
+        start = time.perf_counter()
+        try:
+            return await self.provider.stream(request, on_text)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def script(model: FakeModel, turns: int) -> None:
+    for turn in range(1, turns + 1):
+        model.reply(f"Answer {turn}: noted.", input_tokens=PAST if turn % EVERY == 0 else 1_500, pieces=2)
+        if turn % EVERY == 0:
+            model.reply("Nothing new to remember.", pieces=1)                        # the memory flush
+            model.reply(f"Summary up to turn {turn}: the user counts.", pieces=1)    # the summary
+
+
+async def drive(parts, timed: TimedProvider, turns: int, harness: list[float]):
+    async def face(events: trio.MemoryReceiveChannel, inputs: trio.MemorySendChannel) -> None:
+        for turn in range(1, turns + 1):
+            model_before, start = timed.seconds, time.perf_counter()
+            await inputs.send(Submit("please keep going with the story"))
+            ended = False
+            async for event in events:
+                ended = ended or isinstance(event, TurnEnded)
+                if ended and isinstance(event, Status) and not event.running and not event.queued:
+                    break
+            harness.append((time.perf_counter() - start) - (timed.seconds - model_before))
+        await inputs.send(Leave(0))
+        async for _ in events:  # keep draining until the chat closes
+            pass
+
+    await run_chat(parts, face)
+
+
+def main() -> None:
+    turns = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    with tempfile.TemporaryDirectory() as home, FakeModel() as model:
+        os.environ["HOME"] = home
+        project = Path(home, "project")
+        project.mkdir()
+        os.chdir(project)
+        Path(home, ".iota.yaml").write_text(
+            f"providers:\n  fake: {{type: openai, url: '{model.openai_url}', key: k}}\n"
+            "models:\n  m: {provider: fake, id: fake, context_window: 32k}\n"
+            "agents:\n  coder: {mode: bot, model: m}\n")
+        script(model, turns)
+        args = build_parser().parse_args(["run", "coder"])
+        harness: list[float] = []
+        with ExitStack() as cleanup:
+            parts = open_chat(args, config.load(project), cleanup)
+            parts.write_terminal = None
+            timed = TimedProvider(parts.setup.provider())
+            parts.setup._provider = timed
+            started = time.perf_counter()
+            trio.run(drive, parts, timed, turns, harness)
+            total = time.perf_counter() - started
+        log = next(Path(home, ".iota", "sessions").glob("*/messages.jsonl"))
+        compactions = log.read_text().count('"role":"compaction"')
+        print(f"{turns} turns in {total:.1f} s, {compactions} compactions, log {log.stat().st_size / 1e6:.1f} MB, "
+              f"{sum(1 for _ in log.open())} records")
+        print(f"{'turns':>13} {'harness ms/turn (median)':>26} {'p90':>8}")
+        for first in sorted({0, turns // 2 - 50, turns - 100}):
+            window = sorted(harness[first:first + 100])
+            if window:
+                print(f"{first + 1:>6}-{first + len(window):<6} {statistics.median(window) * 1000:>26.1f} "
+                      f"{window[math.floor(len(window) * 0.9)] * 1000:>8.1f}")
+        opens = []
+        for _ in range(5):
+            start = time.perf_counter()
+            with ExitStack() as cleanup:
+                open_chat(args, config.load(project), cleanup)
+            opens.append(time.perf_counter() - start)
+        print(f"opening the bot again (config, lock, session view, memory): "
+              f"{statistics.median(opens) * 1000:.1f} ms median")
+        model.assert_no_unexpected()
+
+
+if __name__ == "__main__":
+    main()
