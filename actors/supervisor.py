@@ -112,6 +112,7 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
                 lane.interrupt()
                 with trio.move_on_after(SAVE_ON_EXIT_SECONDS):
                     await lane.wait_idle()
+        await parts.setup.aclose()
         link.close()  # the notifier says goodbye to the host (bounded) and returns
         with trio.move_on_after(notifier.EXIT_SECONDS + 1):
             await notifier_done.wait()

@@ -45,6 +45,7 @@ class ChatSetup:
     # How the `ask` tools reach the person; the interactive chat sets it before opening the tools.
     asker: Asker | None = None
     _provider: Provider | None = None
+    _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
     @property
     def mode(self) -> str:
@@ -65,7 +66,16 @@ class ChatSetup:
         """`/model`: another model for the rest of this process; the agent's layered parameters
         still apply. The config on disk is not changed."""
         self.model = config_module.resolve_model(self.config, self.agent, name)
+        if self._provider is not None:
+            self._retired.append(self._provider)
         self._provider = None
+
+    async def aclose(self) -> None:
+        """Close the providers' connections (at the end of the chat)."""
+        for provider in [*self._retired, *([self._provider] if self._provider else [])]:
+            with trio.move_on_after(2, shield=True):
+                await provider.aclose()
+        self._retired.clear()
 
     def system_prompt(self) -> str:
         toolsets = tuple(self.agent.tools.named) + (("memory",) if self.mode == "bot" else ())

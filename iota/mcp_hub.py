@@ -128,7 +128,7 @@ class McpHub:
                 reason = describe(error)
             finally:
                 self._withdraw(server)
-            self._ended(server, reason, trail.last_word())
+            self._ended(server, trail.explain(reason))
 
     async def _run(self, server: _Server, trail: _Trail, starting: trio.CancelScope) -> None:
         config = expanded(server.config, self._cwd)
@@ -154,9 +154,7 @@ class McpHub:
         server.session = None
         server.settled.set()
 
-    def _ended(self, server: _Server, reason: str, last_word: str) -> None:
-        if last_word and last_word not in reason:
-            reason = f"{reason} ({last_word})"
+    def _ended(self, server: _Server, reason: str) -> None:
         if server.state == "ready":
             server.state, server.reason = "exited", reason
             self._on_event(f"MCP server {server.name} exited: {reason}; its tools were removed", True)
@@ -294,10 +292,12 @@ class _Trail:
         if response.status_code >= 400:
             self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
-    def last_word(self) -> str:
+    def explain(self, reason: str) -> str:
+        """`reason` (what the SDK or iota saw) with the server's own last word on it."""
         if self.http_error:
-            return self.http_error
+            return self.http_error  # says more than the SDK's words for it ("Not Found")
         size = self.stderr.seek(0, os.SEEK_END)
         self.stderr.seek(max(0, size - STDERR_TAIL_BYTES))
         lines = [line.strip() for line in self.stderr.read().decode(errors="replace").splitlines() if line.strip()]
-        return lines[-1][:REASON_CHARS] if lines else ""
+        last = lines[-1][:REASON_CHARS] if lines else ""
+        return f"{reason} ({last})" if last and last not in reason else reason

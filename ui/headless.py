@@ -69,7 +69,10 @@ async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_
     turn = Turn()
     async with host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
         request = setup.request(history + [Message(USER, content=message)], toolbox)
-        await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None), max_turns=max_turns)
+        try:
+            await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None), max_turns=max_turns)
+        finally:
+            await setup.aclose()
     return turn
 
 

@@ -36,6 +36,9 @@ MULTI_HINT = "  Space selects · Enter confirms"
 
 
 class QuestionChooser(Chooser):
+    """One question: the chooser's rows and keys, with ticks for a multi select and the "Other…"
+    line. Answers an `Answer`, or None on Esc."""
+
     def __init__(self, question: Question, on_answer: Callable[[Answer | None], None], *, title: str):
         self._question = question
         self._ticked: set[int] = set()
@@ -95,8 +98,8 @@ class QuestionChooser(Chooser):
         return f"[{'x' if position in self._ticked else ' '}] {self._options[position]}"
 
     def _markup(self, rows: int) -> list[str | tuple[str, str]]:
-        title, *options = super()._markup(rows)
-        return [title, *([("dim", MULTI_HINT)] if self._question.multi else []), *options]
+        title, *rows_markup = super()._markup(rows)
+        return [title, *([("dim", MULTI_HINT)] if self._question.multi else []), *rows_markup]
 
     def _redraw(self) -> None:
         if not self._editing:

@@ -65,3 +65,6 @@ class Provider(Protocol):
     reports_usage: bool
 
     async def stream(self, request: Request, on_text: OnText) -> Reply: ...
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (a later stream opens new ones)."""

@@ -113,6 +113,7 @@ def open_lane(project):
                     yield Chat(lane, setup, conversation, receive)
                     nursery.cancel_scope.cancel()
         finally:
+            # Nothing in the chat closes the provider it made (the process exit does); a test must.
             if setup._provider is not None:
                 await setup._provider.aclose()
 

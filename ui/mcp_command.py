@@ -1,0 +1,148 @@
+"""`iota mcp …`: the MCP servers of the config, from the command line.
+
+    iota mcp add <name> -- <command…> [--env NAME=VALUE]     a stdio server
+    iota mcp add <name> --url <url> [--header NAME=VALUE]    a streamable-HTTP server
+    iota mcp list                                            the servers a run would see
+    iota mcp get <name>                                      one server, every key
+    iota mcp remove <name>
+
+`add` and `remove` change the user config file (or the file given with -c), and only its
+`mcp_servers:` block (iota.mcp_config_file). `list` and `get` read what a run would load: the
+user file with the project file over it, or the -c file alone. The changes apply from the next
+chat. Everything heavy is imported inside the command that runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from iota.errors import ConfigError
+
+EXIT_OK = 0
+
+
+def add_mcp_parser(commands: argparse._SubParsersAction) -> None:
+    mcp = commands.add_parser("mcp", help="add, list, show or remove MCP servers")
+    actions = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{add,list,get,remove}")
+    add = actions.add_parser("add", help="add a server: NAME -- COMMAND… or NAME --url URL",
+                             usage="iota mcp add NAME -- COMMAND [ARG…] | iota mcp add NAME --url URL")
+    add.add_argument("name")
+    add.add_argument("server_command", nargs="*", metavar="COMMAND", help="the command that runs a stdio server")
+    add.add_argument("--url", help="the endpoint of a streamable-HTTP server")
+    add.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="an HTTP header (repeatable)")
+    add.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="an environment variable for a stdio server (repeatable)")
+    actions.add_parser("list", help="list the configured servers")
+    get = actions.add_parser("get", help="show one server")
+    get.add_argument("name")
+    remove = actions.add_parser("remove", help="remove a server")
+    remove.add_argument("name")
+    for action in (add, actions.choices["list"], get, remove):
+        action.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    if args.mcp_command == "add":
+        return _add(args)
+    if args.mcp_command == "remove":
+        return _remove(args)
+    from ui.cli import load_config
+
+    loaded = load_config(args)
+    print(render_list(loaded) if args.mcp_command == "list" else render_server(loaded, args.name))
+    return EXIT_OK
+
+
+def _add(args: argparse.Namespace) -> int:
+    from iota import config, starter
+    from iota.mcp_config_file import add_server
+
+    entry = server_entry(args.server_command, args.url, args.header, args.env)
+    path = Path(args.config) if args.config is not None else config.user_config_path()
+    if not path.exists():
+        print(starter.write_starter(path), file=sys.stderr)
+    add_server(path, args.name, entry)
+    kind = "HTTP" if args.url else "stdio"
+    print(f"Added MCP server {args.name} to {path} ({kind}: {_endpoint(entry)}); it starts with the next chat")
+    return EXIT_OK
+
+
+def _remove(args: argparse.Namespace) -> int:
+    from iota import config
+    from iota.mcp_config_file import remove_server
+
+    path = Path(args.config) if args.config is not None else config.user_config_path()
+    remove_server(path, args.name)
+    print(f"Removed MCP server {args.name} from {path}")
+    return EXIT_OK
+
+
+def server_entry(command: list[str], url: str | None, headers: list[str], env: list[str]) -> dict:
+    """The config entry `iota mcp add` writes, from its flags."""
+    if bool(command) == bool(url):
+        raise ConfigError("iota mcp add needs a command after -- or --url, not both: "
+                          "`iota mcp add NAME -- COMMAND…` or `iota mcp add NAME --url URL`")
+    if url:
+        if env:
+            raise ConfigError("--env is for stdio servers; an HTTP server takes --header")
+        entry: dict = {"url": url}
+        if headers:
+            entry["headers"] = _pairs("--header", headers)
+        return entry
+    if headers:
+        raise ConfigError("--header is for HTTP servers; a stdio server takes --env")
+    entry = {"command": command[0]}
+    if command[1:]:
+        entry["args"] = command[1:]
+    if env:
+        entry["env"] = _pairs("--env", env)
+    return entry
+
+
+def _pairs(flag: str, values: list[str]) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f'{flag} wants NAME=VALUE, got "{value}"')
+        pairs[name.strip()] = rest
+    return pairs
+
+
+def render_list(loaded) -> str:
+    servers = loaded.mcp_servers
+    if not servers:
+        return "MCP servers:\n  (none: add one with `iota mcp add NAME -- COMMAND…` or `iota mcp add NAME --url URL`)"
+    width = max(len(name) for name in servers)
+    rows = [f"  {name.ljust(width)}  {'http' if server.url else 'stdio'} · {_endpoint(server.model_dump())}"
+            for name, server in servers.items()]
+    return "\n".join(["MCP servers:", *rows])
+
+
+def render_server(loaded, name: str) -> str:
+    server = loaded.mcp_servers.get(name)
+    if server is None:
+        configured = ", ".join(loaded.mcp_servers) or "none"
+        raise ConfigError(f'unknown MCP server "{name}" (configured: {configured})')
+    rows = [("type", "http" if server.url else "stdio")]
+    if server.url:
+        rows.append(("url", server.url))
+        rows.extend((f"header {key}", value) for key, value in server.headers.items())
+    else:
+        rows.append(("command", server.command or ""))
+        if server.args:
+            rows.append(("args", shlex.join(server.args)))
+        rows.extend((f"env {key}", value) for key, value in server.env.items())
+    for key in ("auth", "client_id", "redirect_port", "defer"):
+        if getattr(server, key) is not None:
+            rows.append((key, str(getattr(server, key))))
+    rows.append(("from", str(loaded.sources.get(f"mcp_servers.{name}", "?"))))
+    width = max(len(key) for key, _ in rows)
+    return "\n".join([name, *(f"  {key.ljust(width)}  {value}" for key, value in rows)])
+
+
+def _endpoint(entry: dict) -> str:
+    return entry.get("url") or shlex.join([entry["command"], *(entry.get("args") or [])])
