@@ -18,10 +18,11 @@ from actors.compactor import compact_command
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__, bots, paths
-from iota import config as config_module
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
+from iota.conversation import Conversation
+from iota.text import format_size
 from iota.session import Session, delete_session, list_sessions, repair_tail, session_label
 
 
@@ -31,8 +32,8 @@ async def show_status(lane: Lane, argument: str) -> None:
     model = setup.model
     rows = [
         ("Model", f"{model.name} ({model.provider.name}:{model.id})"),
-        ("Context", f"{config_module.format_size(lane.context_used)} / "
-                    f"{config_module.format_size(model.context_window)}"),
+        ("Context", f"{format_size(lane.context_used)} / "
+                    f"{format_size(model.context_window)}"),
         ("Project", str(setup.project_root)),
         ("Tools", ", ".join(tool.name for tool in lane.toolbox) or "(none)"),
         ("Version", __version__),
@@ -117,7 +118,7 @@ async def choose_model(lane: Lane, argument: str) -> None:
         lane.notice(str(error), warning=True)
         return
     model = lane.setup.model
-    lane.notice(f"Model: {model.name} ({config_module.format_size(model.context_window)} window) — for this process")
+    lane.notice(f"Model: {model.name} ({format_size(model.context_window)} window) — for this process")
     lane.show_status()
 
 

@@ -60,22 +60,40 @@ class ChatParts:
 
 
 async def run_chat(parts: ChatParts, face: Face) -> int:
-    """Run the chat until the person leaves; return the exit status."""
-    exit_status = 0
+    """Run the chat with `face` until the person leaves; return the exit status."""
+    events_send, events_receive = trio.open_memory_channel(math.inf)
+    inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(face, events_receive, inputs_send)
+        exit_status = ExitStatus()
+        await run_chat_on(parts, events_send, inputs_receive, nursery.cancel_scope, exit_status)
+        nursery.cancel_scope.cancel()
+    return exit_status.code
+
+
+@dataclass
+class ExitStatus:
+    """How the chat ended; kept outside the chat's own scope, which a second SIGTERM cancels."""
+
+    code: int = 0
+
+
+async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
+                      inputs_receive: trio.MemoryReceiveChannel, everything: trio.CancelScope,
+                      exit_status: ExitStatus) -> None:
+    """Run the chat on the channels of a face that is already up (the terminal app draws before
+    the chat's parts are loaded), until the person leaves; `exit_status` says how. `everything`
+    is the scope that holds the face too: a second SIGTERM cancels it without waiting."""
     leaving = trio.Event()
 
     def leave(code: int) -> None:
-        nonlocal exit_status
         if not leaving.is_set():
-            exit_status = code
+            exit_status.code = code
             leaving.set()
 
-    events_send, events_receive = trio.open_memory_channel(math.inf)
-    inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
     notes_send, notes_receive = trio.open_memory_channel(math.inf)
     link, link_receive = open_host_link()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(face, events_receive, inputs_send)
         events_send.send_nowait(parts.card)
         notifier_done = trio.Event()
 
@@ -106,7 +124,7 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
             lane.report_session()
             await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave, link)
             nursery.start_soon(_forward_job_notes, notes_receive, lane)
-            nursery.start_soon(_watch_signals, lane, leave, nursery.cancel_scope)
+            nursery.start_soon(_watch_signals, lane, leave, everything)
             await leaving.wait()
             if lane.busy:  # a signal or /quit while a turn runs: keep what it finished
                 lane.interrupt()
@@ -117,7 +135,6 @@ async def run_chat(parts: ChatParts, face: Face) -> int:
         with trio.move_on_after(notifier.EXIT_SECONDS + 1):
             await notifier_done.wait()
         nursery.cancel_scope.cancel()
-    return exit_status
 
 
 async def _forward_job_notes(notes: trio.MemoryReceiveChannel, lane: Lane) -> None:

@@ -30,7 +30,7 @@ from actors.supervisor import run_chat  # noqa: E402
 from iota import config  # noqa: E402
 from tests.support.fake_model import FakeModel  # noqa: E402
 from ui.cli import build_parser  # noqa: E402
-from ui.interactive import open_chat  # noqa: E402
+from ui.chat_parts import open_chat  # noqa: E402
 
 EVERY = 100       # a compaction every this many turns
 PAST = 17_000     # past the 16k threshold of a 32k window

@@ -33,7 +33,6 @@ else changed under it), so `iota resume` and the `/session` picker ask `owning_b
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,7 +42,8 @@ from types import TracebackType
 from typing import Any
 
 from iota import locking
-from iota.config import AgentConfig, ResolvedModel, format_size
+from iota.config import AgentConfig, ResolvedModel
+from iota.text import format_size
 from iota.errors import BotError
 from iota.memory import go_quote
 from iota.memory_file import ensure_memory

@@ -12,7 +12,7 @@ import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 import trio
 
@@ -20,6 +20,7 @@ from iota import config as config_module
 from iota import paths
 from iota.config import AgentConfig, Config, ResolvedModel
 from iota.errors import ConfigError
+from iota.mcp_servers import servers_for_run
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
 from iota.providers.base import Provider, Request
@@ -44,6 +45,10 @@ class ChatSetup:
     extra_tools: list = field(default_factory=list)   # a bot's `remember`
     # How the `ask` tools reach the person; the interactive chat sets it before opening the tools.
     asker: Asker | None = None
+    # The run's `--mcp` servers, and where MCP servers' one-line notices go as (text, warning);
+    # without a sink their warnings join `warnings`. Both are set before the tools are opened.
+    mcp_flags: list[str] = field(default_factory=list)
+    on_mcp_event: Callable[[str, bool], None] | None = None
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -97,8 +102,33 @@ class ChatSetup:
 
     @asynccontextmanager
     async def open_tools(self, job_notices: trio.MemorySendChannel | None = None) -> AsyncIterator[Toolbox]:
-        """The chat's toolbox. Background shell jobs live as long as this context: leaving it kills
-        them. Their completion notices go to `job_notices` (dropped when None)."""
+        """The chat's toolbox. Background shell jobs and MCP servers live as long as this context:
+        leaving it kills them. The jobs' completion notices go to `job_notices` (dropped when None)."""
+        async with self._open_builtin_tools(job_notices) as toolbox, self._open_mcp(toolbox):
+            yield toolbox
+
+    @asynccontextmanager
+    async def _open_mcp(self, toolbox: Toolbox) -> AsyncIterator[None]:
+        """The agent's MCP servers, starting in the background (`toolbox.mcp` is their hub). A
+        headless turn is sent once, so it waits until each server is ready or has failed."""
+        servers = servers_for_run(self.config, self.agent, self.mcp_flags)
+        if not servers:
+            yield
+            return
+        from iota.mcp_hub import open_mcp
+
+        def note(text: str, warning: bool) -> None:
+            if warning:
+                self.warnings.append(text)
+
+        async with open_mcp(servers, self.cwd, toolbox, self.on_mcp_event or note) as hub:
+            toolbox.mcp = hub
+            if not self.interactive:
+                await hub.wait_settled()
+            yield
+
+    @asynccontextmanager
+    async def _open_builtin_tools(self, job_notices: trio.MemorySendChannel | None) -> AsyncIterator[Toolbox]:
         toolbox = Toolbox()
         tools = self.agent.tools
         if tools.code is not None:

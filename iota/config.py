@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from iota import paths
 from iota.config_audit import PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode, fail
 from iota.errors import ConfigError, MissingAPIKey
-from iota.text import format_size
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -197,18 +196,6 @@ class Config:
                 f"{len(self.agents)} agent(s), {len(self.mcp_servers)} mcp server(s)")
 
 
-def user_config_path() -> Path:
-    """The user's config file: `~/.iota.yaml`, else `~/.iota.yml` if only that exists."""
-    home = paths.home()
-    yaml_path, yml_path = home / ".iota.yaml", home / ".iota.yml"
-    return yml_path if not yaml_path.exists() and yml_path.exists() else yaml_path
-
-
-def project_config_path(cwd: Path) -> Path:
-    yaml_path, yml_path = cwd / ".iota.yaml", cwd / ".iota.yml"
-    return yml_path if not yaml_path.exists() and yml_path.exists() else yaml_path
-
-
 def load(cwd: Path, explicit: Path | None = None) -> Config:
     """Load the config a run in `cwd` would use (or `explicit` alone), checked and decoded."""
     config = Config()
@@ -218,7 +205,7 @@ def load(cwd: Path, explicit: Path | None = None) -> Config:
             raise ConfigError(f"config {explicit}: no such file")
         tiers = [("explicit_file", explicit)]
     else:
-        tiers = [("user_file", user_config_path()), ("project_file", project_config_path(cwd))]
+        tiers = [("user_file", paths.user_config_path()), ("project_file", paths.project_config_path(cwd))]
     for attribute, path in tiers:
         if attribute != "explicit_file" and not path.exists():
             continue

@@ -172,7 +172,7 @@ def _scalar(value: Any) -> str:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")  # as it is: no newline translation
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path} ({getattr(error, 'strerror', None) or error})") from None
 

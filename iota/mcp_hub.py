@@ -26,6 +26,7 @@ server's status stays as it was, since the next request may well reach it again.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 import os
@@ -41,7 +42,7 @@ import trio
 from iota import __version__
 from iota.config import McpServerConfig
 from iota.mcp_servers import endpoint, expanded
-from iota.mcp_tool import McpTool, not_running
+from iota.mcp_tool import McpTool
 from iota.tools.base import Toolbox, ToolError
 
 # A server has this long to start, answer `initialize` and list its tools.
@@ -66,7 +67,7 @@ class McpServerStatus:
 
     def summary(self) -> str:
         if self.state == "ready":
-            return f"ready · {len(self.tools)} tool{'' if len(self.tools) == 1 else 's'}"
+            return f"ready · {_tools(len(self.tools))}"
         if self.state == "connecting":
             return "connecting…"
         return f"{self.state}: {self.reason}"
@@ -82,7 +83,7 @@ class _Server:
         self.reason = ""
         self.tools: list[McpTool] = []
         self.session: Any = None  # the SDK's ClientSession, while ready
-        self.settled = trio.Event()  # ready, failed, or the hub closed first
+        self.settled = trio.Event()  # ready or failed
 
     def status(self) -> McpServerStatus:
         return McpServerStatus(self.name, endpoint(self.config), self.state, self.reason,
@@ -90,7 +91,8 @@ class _Server:
 
     async def call_tool(self, tool: str, args: dict[str, Any]) -> Any:
         if self.session is None:
-            raise not_running(self.name, self.status().summary())
+            raise ToolError(f"MCP server {self.name} is not running ({self.status().summary()}); "
+                            "its tools cannot be called")
         try:
             return await self.session.call_tool(tool, args)
         except Exception as error:  # whatever the SDK or the wire raised, the model reads it
@@ -126,8 +128,13 @@ class McpHub:
                           else "the connection closed" if server.config.url else "the process ended")
             except Exception as error:  # a server's failure is its own, never the chat's
                 reason = describe(error)
+            except BaseExceptionGroup as group:
+                # Errors beside a cancellation come from stopping the server as the hub closes (a
+                # request that can no longer connect, say): only the cancellation goes on.
+                raise group.split(Exception)[1] from None
             finally:
                 self._withdraw(server)
+            await trio.lowlevel.checkpoint_if_cancelled()  # a closing hub reports nothing
             self._ended(server, trail.explain(reason))
 
     async def _run(self, server: _Server, trail: _Trail, starting: trio.CancelScope) -> None:
@@ -142,8 +149,7 @@ class McpHub:
                 self._toolbox.add(tool)
             server.state = "ready"
             server.settled.set()
-            count = len(server.tools)
-            self._on_event(f"MCP server {server.name} ready: {count} tool{'' if count == 1 else 's'}", False)
+            self._on_event(f"MCP server {server.name} ready: {_tools(len(server.tools))}", False)
             await ended.wait()
 
     def _withdraw(self, server: _Server) -> None:
@@ -152,7 +158,6 @@ class McpHub:
                 self._toolbox.remove(tool.name)
         server.tools = []
         server.session = None
-        server.settled.set()
 
     def _ended(self, server: _Server, reason: str) -> None:
         if server.state == "ready":
@@ -160,6 +165,7 @@ class McpHub:
             self._on_event(f"MCP server {server.name} exited: {reason}; its tools were removed", True)
         else:
             server.state, server.reason = "failed", reason
+            server.settled.set()
             self._on_event(f"MCP server {server.name} failed to start: {reason}", True)
 
     async def _load_sdk(self) -> None:
@@ -184,10 +190,8 @@ async def open_mcp(servers: list[McpServerConfig], cwd: Path, toolbox: Toolbox,
 
 
 def _import_sdk() -> None:
-    import mcp.client.session  # noqa: F401
-    import mcp.client.stdio  # noqa: F401
-    import mcp.client.streamable_http  # noqa: F401
-
+    for module in ("mcp.client.session", "mcp.client.stdio", "mcp.client.streamable_http"):
+        importlib.import_module(module)
     # The SDK logs through `logging`; with no handler anywhere Python would print its warnings
     # on stderr, over the terminal app. A handler of its own keeps them off the screen.
     logging.getLogger("mcp").addHandler(logging.NullHandler())
@@ -257,6 +261,10 @@ async def _list_tools(session: Any) -> list[Any]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+def _tools(count: int) -> str:
+    return f"{count} tool{'' if count == 1 else 's'}"
 
 
 def describe(error: BaseException) -> str:

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any, Protocol
 
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
 from iota.tools.jobs import cap_text
 
 MAX_NAME = 64  # what the providers accept for a tool name
@@ -98,7 +98,3 @@ def _size(length: int) -> str:
     if length < 1024 * 1024:
         return f"{round(length / 1024)} KB"
     return f"{length / (1024 * 1024):.1f} MB"
-
-
-def not_running(server: str, state: str) -> ToolError:
-    return ToolError(f"MCP server {server} is not running ({state}); its tools cannot be called")

@@ -47,6 +47,21 @@ def skills_dir() -> Path:
     return app_home() / "skills"
 
 
+def user_config_path() -> Path:
+    """The user's config file: `~/.iota.yaml`, else `~/.iota.yml` if only that exists."""
+    return _yaml_or_yml(home())
+
+
+def project_config_path(cwd: Path) -> Path:
+    """The working directory's config file: `.iota.yaml`, else `.iota.yml` if only that exists."""
+    return _yaml_or_yml(cwd)
+
+
+def _yaml_or_yml(directory: Path) -> Path:
+    yaml_path, yml_path = directory / ".iota.yaml", directory / ".iota.yml"
+    return yml_path if not yaml_path.exists() and yml_path.exists() else yaml_path
+
+
 def project_root(cwd: Path) -> Path:
     """The first ancestor of `cwd` holding a `.git` entry (dir, file or dangling link), else `cwd`."""
     cwd = Path(os.path.abspath(cwd))

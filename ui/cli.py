@@ -5,6 +5,7 @@
     iota resume [id] [-m TEXT]    reopen a saved session
     iota list [agents|models|providers|sessions]
     iota config [check|path|init]
+    iota mcp [add|list|get|remove]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;
@@ -19,8 +20,9 @@ import os
 import sys
 from pathlib import Path
 
-from iota import __version__
+from iota import __version__, paths
 from iota.errors import IotaError
+from ui.mcp_command import add_mcp_parser
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("action", nargs="?", default="check", choices=("check", "path", "init"))
     config.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
 
+    add_mcp_parser(commands)
     commands.add_parser("version", help="print the version")
     return parser
 
@@ -97,6 +100,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return config_command(args)
     if command == "list":
         return list_command(args)
+    if command == "mcp":
+        from ui.mcp_command import mcp_command
+
+        return mcp_command(args)
     if command == "run" and not hasattr(args, "agent"):
         # A bare `iota`: run agents.default with no flags.
         args = build_parser().parse_args(["run", *(["-c", str(args.config)] if args.config else [])])
@@ -111,8 +118,8 @@ def load_config(args: argparse.Namespace, *, write_starter: bool = False):
 
     cwd = Path.cwd()
     if write_starter and args.config is None:
-        user_file = config.user_config_path()
-        if not user_file.exists() and not config.project_config_path(cwd).exists():
+        user_file = paths.user_config_path()
+        if not user_file.exists() and not paths.project_config_path(cwd).exists():
             print(starter.write_starter(user_file), file=sys.stderr)
     loaded = config.load(cwd, args.config)
     for warning in loaded.warnings:
@@ -121,18 +128,18 @@ def load_config(args: argparse.Namespace, *, write_starter: bool = False):
 
 
 def config_command(args: argparse.Namespace) -> int:
-    from iota import config, starter
+    from iota import starter
 
     if args.action == "init":
-        print(starter.write_starter(args.config or config.user_config_path()))
+        print(starter.write_starter(args.config or paths.user_config_path()))
         return EXIT_OK
     if args.action == "path":
         if args.config is not None:
             print(os.path.abspath(args.config))
             return EXIT_OK
         cwd = Path.cwd()
-        print(config.user_config_path())
-        project = config.project_config_path(cwd)
+        print(paths.user_config_path())
+        project = paths.project_config_path(cwd)
         if project.exists():
             print(project)
         return EXIT_OK
@@ -161,6 +168,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 def render_listing(loaded, what: str, agent_name: str | None = None) -> str:
     from iota import config
+    from iota.text import format_size
 
     rows: list[tuple[str, str]] = []
     if what == "agents":
@@ -179,7 +187,7 @@ def render_listing(loaded, what: str, agent_name: str | None = None) -> str:
             title = f"Models for {agent_name}:"
         for name in names:
             model = config.resolve_model(loaded, loaded.agents.get(agent_name) or config.AgentConfig(name="-"), name)
-            rows.append((name, f"{model.provider.name}:{model.id} · {config.format_size(model.context_window)} window"))
+            rows.append((name, f"{model.provider.name}:{model.id} · {format_size(model.context_window)} window"))
     else:
         title = "Providers:"
         for name, provider in loaded.providers.items():

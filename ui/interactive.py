@@ -1,209 +1,72 @@
-"""`iota run <agent>` and `iota resume <id>` in a terminal: put the chat's parts together and
-run it under the supervisor with the urwid app as its face.
+"""`iota run <agent>` and `iota resume <id>` in a terminal.
 
-Everything here is quick (the config is loaded, the session's lock taken, its view read from the
-last compaction on); the slow parts — the Anthropic SDK import, the sandbox probe — run behind
-the first screen.
+The first screen is drawn before anything heavy is imported: the card shows what is known (the
+directory), and the config, the session and the chat's modules load in a worker thread behind
+it; then the card is redrawn with the mode and the session, and the chat runs under the
+supervisor on the app's channels. The slowest part — the Anthropic SDK — loads behind that
+again, while the person types.
 """
 
 from __future__ import annotations
 
 import argparse
-from contextlib import ExitStack
-from dataclasses import dataclass, field
 import math
-import os
-from datetime import datetime
+import sys
+from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 import trio
 
-from actors.commands import COMMANDS, resume_opening
-from actors.compactor import BotCompactor, CompactionOffer
-from actors.events import Card, Choose, Notice, SlashCommands
-from actors.memory_watcher import MemoryWatcher
-from actors.supervisor import ChatParts, run_chat
-from iota import __version__, bots, paths
-from iota import config as config_module
-from iota.chat import ChatSetup, prepare_chat
-from iota.config import Config
-from iota.conversation import Conversation, notice
-from iota.errors import IotaError
-from iota.memory_file import MemoryFile
-from iota.tools.remember import Remember
-from iota.hosts import detect, host_lines
-from iota.session import Session, list_sessions, resolve_session, session_label
+from actors.events import Card, Choose
+from iota import __version__
 from ui.app import ChatApp
 
 
-def run_interactive(args: argparse.Namespace, loaded: Config) -> int:
-    with ExitStack() as cleanup:
-        parts = open_chat(args, loaded, cleanup)
-        return trio.run(run_chat, parts, ChatApp().run)
+
+def run_interactive(args: argparse.Namespace) -> int:
+    _write_starter_if_first_run(args)
+    return trio.run(_draw_then_run, args)
 
 
-def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack) -> ChatParts:
-    """Everything a chat is made of, its session open and locked; `cleanup` closes what was
-    opened. The face is the caller's (the terminal app, or a benchmark's script)."""
-    cwd = Path.cwd()
-    if args.command == "resume":
-        bundle = resolve_session(args.id) if args.id else _pick_session()
-        bots.check_not_bot_session(bundle.name)
-        session = Session.open(bundle)
-        agent_name = session.meta.get("agent") or "default"
-        agent = loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name)
-    else:
-        agent = config_module.find_agent(loaded, args.agent)
-        session = None
-    if session is not None:
-        cleanup.callback(session.close)
-    setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
-                         replay=session.meta if session else None)
-    host = detect(os.environ)
-    setup.host_lines = host_lines(host)
-    if agent.mode == "bot":
-        chat = _open_bot(args, setup, cleanup)
-    else:
-        chat = _open_chat(args, setup, session)
-    cleanup.callback(chat.close_switched)
-    commands = {name: entry for name, entry in COMMANDS.items()
-                if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
-    compactor = chat.compactor
-    if compactor is not None:
-        commands["compact"] = (COMMANDS["compact"][0], compactor.command)
-    parts = ChatParts(
-        setup=setup, conversation=chat.conversation, card=_card(setup, chat.label, host.name, chat.warnings),
-        commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
-        opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
-                 *chat.opening],
-        before_send=[chat.watcher.before_send, compactor.before_send if compactor else CompactionOffer()],
-        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
-        recover=compactor.recover if compactor else None,
-        on_start=[compactor.check] if compactor else [])
-    return parts
+def _write_starter_if_first_run(args: argparse.Namespace) -> None:
+    """The first run with no config anywhere writes the starter, and says so before the screen
+    is taken over."""
+    from iota import paths, starter
+
+    if args.config is None and not paths.user_config_path().exists() and \
+            not paths.project_config_path(Path.cwd()).exists():
+        print(starter.write_starter(paths.user_config_path()), file=sys.stderr)
 
 
-@dataclass
-class _Opened:
-    """A chat's conversation, ready to run: what the card says and what is shown first."""
-
-    conversation: Conversation
-    label: str                        # `session <id>` | `resumed <id>` | `not saved`
-    watcher: MemoryWatcher
-    opening: list = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    compactor: BotCompactor | None = None
-
-    @property
-    def bot(self) -> bool:
-        return self.compactor is not None
-
-    def close_switched(self) -> None:
-        """Release the session a `/session` switch left this chat writing."""
-        if self.conversation.session is not None:
-            self.conversation.session.close()
-
-
-def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | None) -> _Opened:
-    watcher = MemoryWatcher(setup, None)
-    if session is None and not (args.no_save or setup.agent.no_save):
-        session = Session.new(_bucket(setup), **_meta(setup))
-    if session is not None and session.on_disk:
-        conversation = Conversation.from_session(session)
-        return _Opened(conversation, f"resumed {session.id}", watcher, resume_opening(session, conversation))
-    conversation = Conversation(session=session, instructions=setup.instructions)
-    return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
-
-
-def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) -> _Opened:
-    """A bot's one conversation: every check before any file is created, then the bot's lock,
-    memory and session; notices of the time away and the project change go into the log."""
-    bots.check_bot_run(setup.agent.name, headless=False, no_save=args.no_save)
-    bots.check_bot(setup.agent, setup.model)
-    start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
-    cleanup.callback(start.close)
-    memory = MemoryFile(setup.agent.name, start.dir)
-    watcher = MemoryWatcher(setup, memory)
-    warnings = watcher.refresh_memory()
-    remember = Remember(memory)
-    setup.extra_tools.append(remember)
-    session = start.session
-    conversation = Conversation.from_session(session)
-    opening = [] if start.created else resume_opening(session, conversation)
-    records = [notice(text) for text in start.notices]
-    change = bots.system_record_change(session.view.messages, setup.instructions)
-    if change is not None:
-        records.insert(0, change)
-        if not start.created:
-            opening.append(Notice(bots.SYSTEM_PROMPT_UPDATED))
-    if records:
-        conversation.keep(records)
-    conversation.instructions = setup.instructions
-    opening.extend(Notice(text) for text in start.notices)
-    label = f"session {session.id}" if start.created else f"resumed {session.id}"
-    compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor)
-
-
-def _pick_session() -> Path:
-    """`iota resume` with no id: choose among the saved sessions, newest first."""
-    now = datetime.now().astimezone()
-    hidden = bots.bot_session_ids()
-    infos = [info for info in list_sessions() if info.id not in hidden]
-    if not infos:
-        raise IotaError("no session to resume")
-    index = trio.run(_choose_once, "Resume which session?", tuple(session_label(i, now) for i in infos))
-    if index is None:
-        raise IotaError("no session to resume")
-    return infos[index].dir
-
-
-async def _choose_once(title: str, options: tuple[str, ...]) -> int | None:
-    """Show one select in the terminal app and return the answer (None for Esc)."""
+async def _draw_then_run(args: argparse.Namespace) -> int:
     events_send, events_receive = trio.open_memory_channel(math.inf)
     inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
-    reply_send, reply_receive = trio.open_memory_channel(1)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ChatApp().run, events_receive, inputs_send)
-        events_send.send_nowait(Choose(title, options, reply_send))
+        events_send.send_nowait(Card(version=__version__, mode="", session="starting…", host=None,
+                                     directory=str(Path.cwd())))
+        choose = partial(trio.from_thread.run, _choose_once, events_send)
+        with ExitStack() as cleanup:
+            parts = await trio.to_thread.run_sync(_load, args, cleanup, choose)
+            from actors.supervisor import ExitStatus, run_chat_on
 
-        async def leave_on_interrupt() -> None:
-            async for _ in inputs_receive:  # Ctrl+C, Ctrl+D: nothing chosen
-                reply_send.send_nowait(None)
-                return
-
-        nursery.start_soon(leave_on_interrupt)
-        answer = await reply_receive.receive()
+            exit_status = ExitStatus()
+            await run_chat_on(parts, events_send, inputs_receive, nursery.cancel_scope, exit_status)
         nursery.cancel_scope.cancel()
-    return answer
+    return exit_status.code
 
 
-async def _write_terminal(data: bytes) -> None:
-    """The host's escape sequences go straight to the terminal, between urwid's redraws (both
-    write from this thread, so neither splits the other)."""
-    os.write(1, data)
+async def _choose_once(events: trio.MemorySendChannel, title: str, options: tuple[str, ...]) -> int | None:
+    reply_send, reply_receive = trio.open_memory_channel(1)
+    events.send_nowait(Choose(title, options, reply_send))
+    return await reply_receive.receive()
 
 
-def _bucket(setup: ChatSetup) -> Path:
-    return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
+def _load(args: argparse.Namespace, cleanup: ExitStack, choose):
+    """Load the config and open the chat (in a worker thread, behind the first screen)."""
+    from iota import config
+    from ui.chat_parts import open_chat
 
-
-def _meta(setup: ChatSetup) -> dict:
-    model = setup.model
-    return dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
-                context_window=model.context_window, effort=model.effort, cwd=str(setup.project_root),
-                agent=setup.agent.name)
-
-
-def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:
-    directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
-    return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
-                warnings=(*setup.warnings, *warnings))
-
-
-def _background(setup: ChatSetup) -> list:
-    if setup.model.provider.type != "anthropic":
-        return []
-    from iota.providers import preload_anthropic
-
-    return [preload_anthropic]
+    loaded = config.load(Path.cwd(), args.config)
+    return open_chat(args, loaded, cleanup, choose, config_warnings=loaded.warnings)

@@ -19,6 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from iota import paths
 from iota.errors import ConfigError
 
 EXIT_OK = 0
@@ -30,18 +31,43 @@ def add_mcp_parser(commands: argparse._SubParsersAction) -> None:
     add = actions.add_parser("add", help="add a server: NAME -- COMMAND… or NAME --url URL",
                              usage="iota mcp add NAME -- COMMAND [ARG…] | iota mcp add NAME --url URL")
     add.add_argument("name")
-    add.add_argument("server_command", nargs="*", metavar="COMMAND", help="the command that runs a stdio server")
-    add.add_argument("--url", help="the endpoint of a streamable-HTTP server")
-    add.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="an HTTP header (repeatable)")
-    add.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                     help="an environment variable for a stdio server (repeatable)")
+    # argparse cannot take options between a positional and a `--` that ends them, so what
+    # follows the name is taken whole and split at `--` here (see _split_after_name).
+    add.add_argument("after_name", nargs=argparse.REMAINDER, metavar="… -- COMMAND",
+                     help="the command that runs a stdio server, after --")
+    _add_server_options(add)
     actions.add_parser("list", help="list the configured servers")
     get = actions.add_parser("get", help="show one server")
     get.add_argument("name")
     remove = actions.add_parser("remove", help="remove a server")
     remove.add_argument("name")
-    for action in (add, actions.choices["list"], get, remove):
+    for action in (actions.choices["list"], get, remove):
         action.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
+
+
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="the endpoint of a streamable-HTTP server")
+    parser.add_argument("--header", action="append", default=[], metavar="NAME=VALUE",
+                        help="an HTTP header (repeatable)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for a stdio server (repeatable)")
+    parser.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
+
+
+def _split_after_name(args: argparse.Namespace) -> list[str]:
+    """The server's command line; the options among what followed the name go into `args`.
+    `NAME [options] -- COMMAND…`, or `NAME COMMAND…` when the command starts with no dash."""
+    words = args.after_name
+    if "--" in words:
+        options, command = words[: words.index("--")], words[words.index("--") + 1:]
+    elif words and not words[0].startswith("-"):
+        options, command = [], words
+    else:
+        options, command = words, []
+    more = argparse.ArgumentParser(prog="iota mcp add", add_help=False)
+    _add_server_options(more)
+    more.parse_args(options, namespace=args)
+    return command
 
 
 def mcp_command(args: argparse.Namespace) -> int:
@@ -59,22 +85,24 @@ def mcp_command(args: argparse.Namespace) -> int:
 def _add(args: argparse.Namespace) -> int:
     from iota import config, starter
     from iota.mcp_config_file import add_server
+    from iota.mcp_servers import endpoint
 
-    entry = server_entry(args.server_command, args.url, args.header, args.env)
-    path = Path(args.config) if args.config is not None else config.user_config_path()
+    command = _split_after_name(args)
+    entry = server_entry(command, args.url, args.header, args.env)
+    path = Path(args.config) if args.config is not None else paths.user_config_path()
     if not path.exists():
         print(starter.write_starter(path), file=sys.stderr)
     add_server(path, args.name, entry)
     kind = "HTTP" if args.url else "stdio"
-    print(f"Added MCP server {args.name} to {path} ({kind}: {_endpoint(entry)}); it starts with the next chat")
+    shown = endpoint(config.McpServerConfig(name=args.name, **entry))
+    print(f"Added MCP server {args.name} to {path} ({kind}: {shown}); it starts with the next chat")
     return EXIT_OK
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from iota import config
     from iota.mcp_config_file import remove_server
 
-    path = Path(args.config) if args.config is not None else config.user_config_path()
+    path = Path(args.config) if args.config is not None else paths.user_config_path()
     remove_server(path, args.name)
     print(f"Removed MCP server {args.name} from {path}")
     return EXIT_OK
@@ -82,9 +110,11 @@ def _remove(args: argparse.Namespace) -> int:
 
 def server_entry(command: list[str], url: str | None, headers: list[str], env: list[str]) -> dict:
     """The config entry `iota mcp add` writes, from its flags."""
-    if bool(command) == bool(url):
-        raise ConfigError("iota mcp add needs a command after -- or --url, not both: "
-                          "`iota mcp add NAME -- COMMAND…` or `iota mcp add NAME --url URL`")
+    if command and url:
+        raise ConfigError("iota mcp add takes a command after -- or --url, not both")
+    if not command and not url:
+        raise ConfigError("iota mcp add needs a command or a URL: `iota mcp add NAME -- COMMAND…` "
+                          "or `iota mcp add NAME --url URL`")
     if url:
         if env:
             raise ConfigError("--env is for stdio servers; an HTTP server takes --header")
@@ -113,11 +143,13 @@ def _pairs(flag: str, values: list[str]) -> dict[str, str]:
 
 
 def render_list(loaded) -> str:
+    from iota.mcp_servers import endpoint
+
     servers = loaded.mcp_servers
     if not servers:
         return "MCP servers:\n  (none: add one with `iota mcp add NAME -- COMMAND…` or `iota mcp add NAME --url URL`)"
     width = max(len(name) for name in servers)
-    rows = [f"  {name.ljust(width)}  {'http' if server.url else 'stdio'} · {_endpoint(server.model_dump())}"
+    rows = [f"  {name.ljust(width)}  {'http' if server.url else 'stdio'} · {endpoint(server)}"
             for name, server in servers.items()]
     return "\n".join(["MCP servers:", *rows])
 
@@ -142,7 +174,3 @@ def render_server(loaded, name: str) -> str:
     rows.append(("from", str(loaded.sources.get(f"mcp_servers.{name}", "?"))))
     width = max(len(key) for key, _ in rows)
     return "\n".join([name, *(f"  {key.ljust(width)}  {value}" for key, value in rows)])
-
-
-def _endpoint(entry: dict) -> str:
-    return entry.get("url") or shlex.join([entry["command"], *(entry.get("args") or [])])

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from iota import bots
-from iota import config as config_module
 from iota.errors import IotaError
 
 
@@ -40,19 +38,25 @@ def run_command(args: argparse.Namespace) -> int:
         return run_headless(args, config, message)
     if resuming and args.no_save:
         raise IotaError("--no-save cannot be combined with iota resume")
-    config = load_config(args, write_starter=True)
-    if not resuming:
-        _check_bot_flags(args, config)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Say first what is wrong with the config or the bot, then that a terminal is needed.
+        config = load_config(args, write_starter=True)
+        if not resuming:
+            _check_bot_flags(args, config)
         raise IotaError("interactive mode requires a terminal; use -m/--message for piped input")
+    # In a terminal nothing heavy is imported before the first screen: the config is loaded,
+    # and a bot checked (iota.bots.check_bot_run / check_bot), behind it.
     from ui.interactive import run_interactive
 
-    return run_interactive(args, config)
+    return run_interactive(args)
 
 
-def _check_bot_flags(args: argparse.Namespace, config: config_module.Config) -> None:
+def _check_bot_flags(args: argparse.Namespace, config) -> None:
     """A bot refuses -m and --no-save, and an entry that cannot be a bot is refused, before
     anything else happens (and before any file of the bot's is created)."""
+    from iota import bots
+    from iota import config as config_module
+
     agent = config_module.find_agent(config, args.agent)
     if agent.mode != "bot":
         return

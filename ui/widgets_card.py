@@ -139,6 +139,11 @@ class CardWidget(urwid.Widget):
         self._home = home
         self._laid_out: tuple[int, urwid.Text] | None = None
 
+    def replace(self, card: Card) -> None:
+        self._card = card
+        self._laid_out = None
+        self._invalidate()
+
     def _text_for(self, columns: int) -> urwid.Text:
         if self._laid_out is None or self._laid_out[0] != columns:
             self._laid_out = (columns, urwid.Text(markup_of(card_lines(self._card, columns, self._home))))

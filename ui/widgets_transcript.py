@@ -109,6 +109,12 @@ class Transcript(urwid.WidgetWrap):
         self._reply = None
 
     def add_card(self, card: Card) -> None:
+        """The start-up card. The first screen shows one drawn before the chat was loaded; the
+        chat's own card replaces it while nothing else has been shown."""
+        if self._last_kind == "card" and len(self._scroller.blocks) == 1:
+            self._scroller.blocks[0].replace(card)
+            self._scroller.changed()
+            return
         self._add("card", CardWidget(card, self._home))
 
     def add_user(self, text: str) -> None:

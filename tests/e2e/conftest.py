@@ -4,6 +4,7 @@ fake model server on 127.0.0.1."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +15,9 @@ import pytest
 from tests.support.fake_model import FakeModel, fake_model  # noqa: F401  (the fixture)
 
 IOTA = str(Path(sys.executable).with_name("iota"))
+# The chat is ready when its card shows the mode row: the first screen is drawn before the
+# config and the session are loaded, with a card that does not have one yet.
+READY = re.compile(r"│ (chat|agent|bot) · ")
 
 
 @dataclass

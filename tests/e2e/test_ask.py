@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from tests.e2e.conftest import IOTA
+from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_hosts import FakeHerdr
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
@@ -17,7 +17,7 @@ CHAT = "  chat: {model: m}\n"
 def start(iota, terminal, **env: str):
     screen = terminal.start([IOTA, "run", "chat", "--no-save"], cols=100, rows=30, env=iota.env(**env),
                             cwd=iota.cwd)
-    screen.wait_for("ι> iota")
+    screen.wait_for(READY)
     return screen
 
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from iota import paths
-from tests.e2e.conftest import IOTA
+from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
 
@@ -25,7 +25,7 @@ def bot(iota, terminal):
     def start(*args: str, cwd=None):
         screen = terminal.start([IOTA, "run", "coder", *args], cols=120, rows=36, env=iota.env(),
                                 cwd=cwd or iota.cwd)
-        screen.wait_for("ι> iota")
+        screen.wait_for(READY)
         return screen
 
     start.terminals = terminal

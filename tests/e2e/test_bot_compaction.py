@@ -8,13 +8,12 @@ couple of turns.
 from __future__ import annotations
 
 import json
-import re
 import time
 
 import pytest
 
 from iota import paths
-from tests.e2e.conftest import IOTA
+from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_hosts import FakeHerdr
 from tests.support.fake_model import Gate, tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
@@ -30,7 +29,7 @@ def bot(iota, terminal):
     def start(env=None):
         screen = terminal.start([IOTA, "run", "coder"], cols=120, rows=40, env=iota.env(**(env or {})),
                                 cwd=iota.cwd)
-        screen.wait_for("ι> iota")
+        screen.wait_for(READY)
         return screen
 
     return start

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from iota import paths
-from tests.e2e.conftest import IOTA
+from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import Gate, tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
 
@@ -23,7 +23,7 @@ def chat(iota, terminal):
 
     def start(*args: str, cols: int = 110, rows: int = 32):
         screen = terminal.start([IOTA, *args], cols=cols, rows=rows, env=iota.env(), cwd=iota.cwd)
-        screen.wait_for("ι> iota")
+        screen.wait_for(READY)
         return screen
 
     start.terminals = terminal

@@ -35,6 +35,33 @@ class HttpServer:
 @contextmanager
 def serve_http() -> Iterator[HttpServer]:
     served = HttpServer()
+    servers: list[uvicorn.Server] = []
+
+    def run() -> None:
+        # The app is built in the server's own thread: the SDK's anyio primitives bind to the
+        # event loop in charge where they are made, and a trio test may be calling this.
+        config = uvicorn.Config(_echo_app(served).streamable_http_app(), host="127.0.0.1", port=0,
+                                log_level="warning", timeout_graceful_shutdown=1)
+        servers.append(uvicorn.Server(config))
+        servers[0].run()
+
+    thread = threading.Thread(target=run, name="mcp-http-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not (servers and servers[0].started):
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test MCP server did not start")
+        time.sleep(0.01)
+    port = servers[0].servers[0].sockets[0].getsockname()[1]
+    served.url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        yield served
+    finally:
+        servers[0].should_exit = True
+        thread.join(timeout=10)
+
+
+def _echo_app(served: HttpServer) -> MCPServer:
     app = MCPServer("echo", log_level="WARNING")
 
     @app.tool(description="Say the text back.")
@@ -54,23 +81,7 @@ def serve_http() -> Iterator[HttpServer]:
     def lines(count: int) -> str:
         return "\n".join(f"line {n}" for n in range(1, count + 1))
 
-    config = uvicorn.Config(app.streamable_http_app(), host="127.0.0.1", port=0, log_level="warning",
-                            timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="mcp-http-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test MCP server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    served.url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        yield served
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    return app
 
 
 def child_pids() -> set[int]:

@@ -472,3 +472,18 @@ def test_focus_reports_become_focus_inputs():
     layout.keypress((80, 24), "focus out")
     layout.keypress((80, 24), "focus in")
     assert sent == [Focus(False), Focus(True)]
+
+
+def test_the_chat_card_replaces_the_first_screen_card():
+    from actors.events import Card
+    from ui.widgets_transcript import Transcript
+
+    transcript = Transcript(home="/home/x")
+    transcript.add_card(Card(version="0.1.0", mode="", session="starting…", host=None, directory="/work/p"))
+    transcript.add_card(Card(version="0.1.0", mode="chat", session="session abc", host=None, directory="/work/p"))
+    text = b"\n".join(transcript.render((60, 10)).text).decode()
+    assert "chat · session abc" in text and "starting…" not in text
+    transcript.add_notice("hello", False)
+    transcript.add_card(Card(version="0.1.0", mode="bot", session="session def", host=None, directory="/work/p"))
+    text = b"\n".join(transcript.render((60, 30)).text).decode()
+    assert "chat · session abc" in text and "bot · session def" in text  # later cards are added

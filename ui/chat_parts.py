@@ -1,0 +1,181 @@
+"""A chat's parts, put together from the config: the agent, its session (or a bot's one
+session, lock and memory), the hooks of its mode, and what the card and the transcript show
+first. The interactive run calls this behind its first screen; benchmarks call it directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from actors.commands import COMMANDS, resume_opening
+from actors.compactor import BotCompactor, CompactionOffer
+from actors.events import Card, Notice, SlashCommands
+from actors.memory_watcher import MemoryWatcher
+from actors.supervisor import ChatParts
+from iota import __version__, bots, paths
+from iota import config as config_module
+from iota.chat import ChatSetup, prepare_chat
+from iota.config import Config
+from iota.conversation import Conversation, notice
+from iota.errors import IotaError
+from iota.hosts import detect, host_lines
+from iota.memory_file import MemoryFile
+from iota.session import Session, list_sessions, resolve_session, session_label
+from iota.tools.remember import Remember
+
+# Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
+ChooseOne = Callable[[str, tuple[str, ...]], "int | None"]
+
+
+def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choose: ChooseOne | None = None,
+              config_warnings: list[str] = ()):
+    """Everything a chat is made of, its session open and locked; `cleanup` closes what was
+    opened. The face is the caller's (the terminal app, or a benchmark's script); `choose` asks
+    it to pick the session when `iota resume` names none."""
+    cwd = Path.cwd()
+    if args.command == "resume":
+        bundle = resolve_session(args.id) if args.id else _pick_session(choose)
+        bots.check_not_bot_session(bundle.name)
+        session = Session.open(bundle)
+        agent_name = session.meta.get("agent") or "default"
+        agent = loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name)
+    else:
+        agent = config_module.find_agent(loaded, args.agent)
+        session = None
+    if session is not None:
+        cleanup.callback(session.close)
+    setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
+                         replay=session.meta if session else None)
+    host = detect(os.environ)
+    setup.host_lines = host_lines(host)
+    if agent.mode == "bot":
+        chat = _open_bot(args, setup, cleanup)
+    else:
+        chat = _open_chat(args, setup, session)
+    cleanup.callback(chat.close_switched)
+    commands = {name: entry for name, entry in COMMANDS.items()
+                if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
+    compactor = chat.compactor
+    if compactor is not None:
+        commands["compact"] = (COMMANDS["compact"][0], compactor.command)
+    parts = ChatParts(
+        setup=setup, conversation=chat.conversation,
+        card=_card(setup, chat.label, host.name, [*config_warnings, *chat.warnings]),
+        commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
+        opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
+                 *chat.opening],
+        before_send=[chat.watcher.before_send, compactor.before_send if compactor else CompactionOffer()],
+        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
+        recover=compactor.recover if compactor else None,
+        on_start=[compactor.check] if compactor else [])
+    return parts
+
+
+@dataclass
+class _Opened:
+    """A chat's conversation, ready to run: what the card says and what is shown first."""
+
+    conversation: Conversation
+    label: str                        # `session <id>` | `resumed <id>` | `not saved`
+    watcher: MemoryWatcher
+    opening: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    compactor: BotCompactor | None = None
+
+    @property
+    def bot(self) -> bool:
+        return self.compactor is not None
+
+    def close_switched(self) -> None:
+        """Release the session a `/session` switch left this chat writing."""
+        if self.conversation.session is not None:
+            self.conversation.session.close()
+
+
+def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | None) -> _Opened:
+    watcher = MemoryWatcher(setup, None)
+    if session is None and not (args.no_save or setup.agent.no_save):
+        session = Session.new(_bucket(setup), **_meta(setup))
+    if session is not None and session.on_disk:
+        conversation = Conversation.from_session(session)
+        return _Opened(conversation, f"resumed {session.id}", watcher, resume_opening(session, conversation))
+    conversation = Conversation(session=session, instructions=setup.instructions)
+    return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
+
+
+def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) -> _Opened:
+    """A bot's one conversation: every check before any file is created, then the bot's lock,
+    memory and session; notices of the time away and the project change go into the log."""
+    bots.check_bot_run(setup.agent.name, headless=False, no_save=args.no_save)
+    bots.check_bot(setup.agent, setup.model)
+    start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
+    cleanup.callback(start.close)
+    memory = MemoryFile(setup.agent.name, start.dir)
+    watcher = MemoryWatcher(setup, memory)
+    warnings = watcher.refresh_memory()
+    remember = Remember(memory)
+    setup.extra_tools.append(remember)
+    session = start.session
+    conversation = Conversation.from_session(session)
+    opening = [] if start.created else resume_opening(session, conversation)
+    records = [notice(text) for text in start.notices]
+    change = bots.system_record_change(session.view.messages, setup.instructions)
+    if change is not None:
+        records.insert(0, change)
+        if not start.created:
+            opening.append(Notice(bots.SYSTEM_PROMPT_UPDATED))
+    if records:
+        conversation.keep(records)
+    conversation.instructions = setup.instructions
+    opening.extend(Notice(text) for text in start.notices)
+    label = f"session {session.id}" if start.created else f"resumed {session.id}"
+    compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor)
+
+
+def _pick_session(choose: ChooseOne | None) -> Path:
+    """`iota resume` with no id: choose among the saved sessions (not a bot's), newest first."""
+    now = datetime.now().astimezone()
+    hidden = bots.bot_session_ids()
+    infos = [info for info in list_sessions() if info.id not in hidden]
+    index = choose("Resume which session?", tuple(session_label(i, now) for i in infos)) if infos and choose else None
+    if index is None:
+        raise IotaError("no session to resume")
+    return infos[index].dir
+
+
+async def _write_terminal(data: bytes) -> None:
+    """The host's escape sequences go straight to the terminal, between urwid's redraws (both
+    write from this thread, so neither splits the other)."""
+    os.write(1, data)
+
+
+def _bucket(setup: ChatSetup) -> Path:
+    return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
+
+
+def _meta(setup: ChatSetup) -> dict:
+    model = setup.model
+    return dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
+                context_window=model.context_window, effort=model.effort, cwd=str(setup.project_root),
+                agent=setup.agent.name)
+
+
+def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:
+    directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
+    return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
+                warnings=(*setup.warnings, *warnings))
+
+
+def _background(setup: ChatSetup) -> list:
+    if setup.model.provider.type != "anthropic":
+        return []
+    from iota.providers import preload_anthropic
+
+    return [preload_anthropic]
