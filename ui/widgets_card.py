@@ -80,7 +80,8 @@ def tilde(directory: str, home: str | None) -> str:
 
 def mode_line(card: Card) -> Line:
     """`chat · session <id>`, `agent · not saved · /save keeps it · in herdr`: each ` · ` dim."""
-    segments: list[Segment] = [(f"mode_{card.mode}", card.mode)]
+    # No mode yet on the card drawn before the chat is loaded: it says only `starting…`.
+    segments: list[Segment] = [(f"mode_{card.mode}", card.mode)] if card.mode else []
     if card.session == NOT_SAVED:
         segments += [(None, NOT_SAVED), (None, SAVE_HINT)]
     elif card.session:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import mcp_types
@@ -172,6 +173,18 @@ async def test_a_server_killed_mid_chat_is_reported_its_tools_leave_and_calls_ar
                                   "its tools cannot be called")
         assert (await toolbox.call(tool.name, {"timezone": "UTC"})).is_error
     assert events[-1] == ("MCP server time exited: the process ended; its tools were removed", True)
+
+
+async def test_an_http_server_that_goes_away_fails_the_calls_and_the_chat_still_closes_cleanly(tmp_path):
+    with ExitStack() as stack:
+        server = stack.enter_context(serve_http())
+        toolbox, events = Toolbox(), Events()
+        async with open_mcp([McpServerConfig(name="echo", url=server.url)], tmp_path, toolbox, events) as hub:
+            await settled(hub)
+            await trio.to_thread.run_sync(stack.close)
+            result = await toolbox.call("mcp__echo__echo", {"text": "anyone there?"})
+            assert result.is_error and result.content.startswith("MCP server echo: ")
+    assert events == [("MCP server echo ready: 4 tools", False)]
 
 
 async def test_no_server_process_outlives_a_cancelled_hub(tmp_path):
