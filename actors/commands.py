@@ -6,6 +6,7 @@ Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from datetime import datetime
 import json
@@ -18,6 +19,7 @@ from actors.compactor import compact_command
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__, bots, paths
+from iota.config import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
@@ -101,24 +103,64 @@ async def export(lane: Lane, argument: str) -> None:
     lane.notice(f"Exported {len(messages)} messages to {path}")
 
 
+# What /model can change, and the values it offers; every change lasts for this process only.
+WINDOWS = (32_000, 64_000, 128_000, 200_000, 400_000, 1_000_000)
+TEMPERATURES = (0.0, 0.2, 0.5, 0.7, 1.0)
+
+
 async def choose_model(lane: Lane, argument: str) -> None:
-    """Switch the model for the rest of this process (the config is not changed)."""
-    config = lane.setup.config
-    names = list(config.models)
+    """`/model [name]`: the model, its context window, effort or temperature, for the rest of
+    this process (the config is not changed)."""
+    setup = lane.setup
     if argument:
-        choice = argument
-    else:
-        index = await lane.ask(f"Model (now {lane.setup.model.name})", tuple(names))
-        if index is None:
-            return
-        choice = names[index]
+        await _switch_model(lane, argument)
+        return
+    model = setup.model
+    aspect = await lane.ask("Change what?", (
+        f"Model ({model.name})", f"Context window ({format_size(model.context_window)})",
+        f"Effort ({model.effort or 'default'})",
+        f"Temperature ({'default' if model.temperature is None else model.temperature})"))
+    if aspect == 0:
+        names = list(setup.config.models)
+        index = await lane.ask(f"Model (now {model.name})", tuple(names))
+        if index is not None:
+            await _switch_model(lane, names[index])
+    elif aspect == 1:
+        index = await lane.ask("Context window", tuple(format_size(w) for w in WINDOWS))
+        if index is not None:
+            _tune(lane, context_window=WINDOWS[index], window_source="agent")
+    elif aspect == 2:
+        index = await lane.ask("Effort", EFFORTS)
+        if index is not None:
+            _tune(lane, effort=EFFORTS[index])
+    elif aspect == 3:
+        index = await lane.ask("Temperature", tuple(str(t) for t in TEMPERATURES))
+        if index is not None:
+            _tune(lane, temperature=TEMPERATURES[index])
+
+
+async def _switch_model(lane: Lane, name: str) -> None:
     try:
-        lane.setup.switch_model(choice)
+        lane.setup.switch_model(name)
     except IotaError as error:
         lane.notice(str(error), warning=True)
         return
+    _announce_model(lane)
+
+
+def _tune(lane: Lane, **changes) -> None:
+    lane.setup.model = dataclasses.replace(lane.setup.model, **changes)
+    _announce_model(lane)
+
+
+def _announce_model(lane: Lane) -> None:
     model = lane.setup.model
-    lane.notice(f"Model: {model.name} ({format_size(model.context_window)} window) — for this process")
+    details = [f"{format_size(model.context_window)} window"]
+    if model.effort:
+        details.append(f"effort {model.effort}")
+    if model.temperature is not None:
+        details.append(f"temperature {model.temperature}")
+    lane.notice(f"Model: {model.name} ({', '.join(details)}) — for this process")
     lane.show_status()
 
 
@@ -243,7 +285,7 @@ def render_html(messages: list[Message]) -> str:
 
 
 COMMANDS = {
-    "model": ("switch the model for this process", choose_model),
+    "model": ("the model, context window, effort or temperature, for this process", choose_model),
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),

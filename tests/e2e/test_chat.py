@@ -351,3 +351,26 @@ def test_session_command_resumes_and_deletes(iota, chat):
     screen.wait_for("continuing")
     sent = [m["content"] for m in iota.model.requests[0].body["messages"] if m["role"] != "system"]
     assert sent == [f"{words} question", f"{words} answer", "go on"]
+
+
+def test_model_command_changes_model_and_window_for_this_process(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    (iota.home / ".iota.yaml").write_text((iota.home / ".iota.yaml").read_text().replace(
+        "models:\n", "models:\n  other: {provider: fake, id: other-model}\n"))
+    iota.model.reply("from other")
+    screen = chat("run", "chat")
+    screen.type("/model")
+    screen.send_keys("Enter")
+    screen.wait_for("Change what?")
+    screen.send_keys("Down", "Enter")      # Context window
+    screen.wait_for("Context window")
+    screen.send_keys("Enter")              # 32k
+    screen.wait_for("Model: m (32k window) — for this process")
+    screen.type("/model other")
+    screen.send_keys("Enter")
+    screen.wait_for("Model: other (128k window) — for this process")
+    screen.type("hi")
+    screen.send_keys("Enter")
+    screen.wait_for("from other")
+    assert iota.model.requests[0].body["model"] == "other-model"
+    assert "other" not in (iota.home / ".iota.yaml").read_text().split("agents:")[1]  # the config is unchanged
