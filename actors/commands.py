@@ -48,9 +48,17 @@ async def show_status(lane: Lane, argument: str) -> None:
 
 
 async def show_tools(lane: Lane, argument: str) -> None:
-    lines = [f"{tool.name}  {tool.description.splitlines()[0] if tool.description else ''}".rstrip()
+    """The tools the model can call, then each MCP server: its status, endpoint and tools."""
+    lines = [f"{tool.display_name or tool.name}  {tool.description.splitlines()[0] if tool.description else ''}".rstrip()
              for tool in lane.toolbox]
     lane.emit(Panel("Tools", "\n".join(lines) or "This agent has no tools."))
+    hub = lane.toolbox.mcp
+    if hub is not None:
+        rows = []
+        for server in hub.statuses():
+            rows.append(f"{server.name}  {server.summary()} · {server.endpoint}")
+            rows.extend(f"  {tool}" for tool in server.tools)
+        lane.emit(Panel("MCP servers", "\n".join(rows)))
 
 
 async def show_skills(lane: Lane, argument: str) -> None:

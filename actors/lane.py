@@ -325,8 +325,10 @@ class _Observer:
         self.lane.emit(TextDelta(text))
 
     def on_tool_start(self, call: ToolCall, target: str) -> None:
-        self.lane.set_running(f"{call.name} {target}".strip())
-        self.lane.emit(ToolStarted(call.id, call.name, target))
+        tool = self.lane.toolbox.get(call.name)
+        name = (tool.display_name if tool is not None else "") or call.name
+        self.lane.set_running(f"{name} {target}".strip())
+        self.lane.emit(ToolStarted(call.id, name, target))
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")

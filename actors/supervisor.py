@@ -110,6 +110,7 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
         for work in parts.background:
             nursery.start_soon(trio.to_thread.run_sync, work)
         parts.setup.asker = partial(ask_through, events_send, link)  # the `ask` tools' way to the person
+        parts.setup.on_mcp_event = lambda text, warning: events_send.send_nowait(Notice(text, warning=warning))
         async with parts.setup.open_tools(notes_send) as toolbox:
             for warning in parts.setup.warnings:
                 if warning not in parts.card.warnings:

@@ -169,7 +169,7 @@ class ChatSetup:
 
 def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_override: str | None = None,
                  system_override: str | None = None, replay: dict | None = None,
-                 interactive: bool = True) -> ChatSetup:
+                 interactive: bool = True, mcp_flags: list[str] | None = None) -> ChatSetup:
     """Settle everything a chat takes from the config. `replay` is a resumed session's meta,
     whose model and tuning are kept unless `-M` names another model."""
     if replay and not model_override and replay.get("provider") and replay.get("model"):
@@ -179,7 +179,7 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
     skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
     return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
                      instructions=_instructions(loaded, agent, cwd, system_override), interactive=interactive,
-                     skills=skills, warnings=warnings)
+                     skills=skills, warnings=warnings, mcp_flags=list(mcp_flags or []))
 
 
 def _replayed_model(loaded: Config, meta: dict) -> str | None:

@@ -67,7 +67,7 @@ class McpServerStatus:
 
     def summary(self) -> str:
         if self.state == "ready":
-            return f"ready · {_tools(len(self.tools))}"
+            return f"ready · {_tool_count(len(self.tools))}"
         if self.state == "connecting":
             return "connecting…"
         return f"{self.state}: {self.reason}"
@@ -149,7 +149,7 @@ class McpHub:
                 self._toolbox.add(tool)
             server.state = "ready"
             server.settled.set()
-            self._on_event(f"MCP server {server.name} ready: {_tools(len(server.tools))}", False)
+            self._on_event(f"MCP server {server.name} ready: {_tool_count(len(server.tools))}", False)
             await ended.wait()
 
     def _withdraw(self, server: _Server) -> None:
@@ -263,7 +263,7 @@ async def _list_tools(session: Any) -> list[Any]:
             return tools
 
 
-def _tools(count: int) -> str:
+def _tool_count(count: int) -> str:
     return f"{count} tool{'' if count == 1 else 's'}"
 
 

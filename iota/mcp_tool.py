@@ -43,17 +43,16 @@ class McpTool(Tool):
         self.remote_name: str = listed.name
         self.name = tool_name(connection.name, listed.name)
         self.display_name = f"{connection.name}:{listed.name}"
-        self.description = listed.description or getattr(listed, "title", None) or ""
+        self.description = listed.description or listed.title or ""
         self.parameters = {"type": "object", **(listed.input_schema or {})}
         # A server that says a tool only reads may have its calls run beside one another.
-        annotations = getattr(listed, "annotations", None)
-        self.parallel = bool(annotations and annotations.read_only_hint)
+        self.parallel = bool(listed.annotations and listed.annotations.read_only_hint)
 
     def target(self, args: dict[str, Any]) -> str:
         shown = json.dumps(args, ensure_ascii=False) if args else ""
         if len(shown) > TARGET_ARGS:
             shown = shown[: TARGET_ARGS - 1] + "…"
-        return f"{self.display_name} {shown}".rstrip()
+        return shown
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         result = await self.connection.call_tool(self.remote_name, args)

@@ -51,6 +51,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     if session is not None:
         cleanup.callback(session.close)
     setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
+                         mcp_flags=args.mcp,
                          replay=session.meta if session else None)
     host = detect(os.environ)
     setup.host_lines = host_lines(host)

@@ -46,6 +46,7 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
         agent = config_module.find_agent(loaded, agent_name) if args.command == "run" else (
             loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name, model=None))
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
+                             mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)
         setup.host_lines = host_lines(detect(os.environ))
         setup.provider()  # a missing key is reported before anything starts
@@ -68,6 +69,8 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
 async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int) -> Turn:
     turn = Turn()
     async with host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
+        for warning in setup.warnings:  # a sandbox that is unavailable, an MCP server that failed
+            print(f"Warning: {warning}", file=sys.stderr)
         request = setup.request(history + [Message(USER, content=message)], toolbox)
         try:
             await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None), max_turns=max_turns)

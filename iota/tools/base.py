@@ -33,6 +33,8 @@ class Tool:
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
     # Readers may run side by side with their neighbours; writers run one at a time.
     parallel: bool = False
+    # How the transcript names the tool when not by `name` (an MCP tool: `server:tool`).
+    display_name: str = ""
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)

@@ -78,7 +78,7 @@ async def test_a_stdio_server_from_pypi_lists_its_tools_and_answers(tmp_path, mo
         assert tool.spec().parameters["type"] == "object"
         assert tool.description.startswith("Get current time")
         assert tool.approval({"timezone": "UTC"}) is None
-        assert tool.target({"timezone": "UTC"}) == 'time:get_current_time {"timezone": "UTC"}'
+        assert tool.target({"timezone": "UTC"}) == '{"timezone": "UTC"}'
         result = await toolbox.call("mcp__time__get_current_time", {"timezone": "Europe/Paris"})
         assert not result.is_error and '"timezone": "Europe/Paris"' in result.content
         refused = await toolbox.call("mcp__time__get_current_time", {"timezone": "Nowhere/Special"})
