@@ -33,7 +33,7 @@ When the user declines a tool call, do not retry it: say what it was for and ask
 IOTA_CLI = """\
 <iota_cli>
 iota itself runs outside the sandbox when it is the first word of a command (no pipes or chains):
-  iota mcp add|list|get|remove|login|logout
+  iota mcp add|list|get|remove
   iota config check|path|init
   iota list agents|models|providers
   iota run <agent> -m "<task>"
