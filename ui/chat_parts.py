@@ -105,6 +105,8 @@ def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | No
         session = Session.new(_bucket(setup), **_meta(setup))
     if session is not None and session.on_disk:
         conversation = Conversation.from_session(session)
+        if args.system is None:  # a resumed session replays its own system prompt
+            setup.instructions = conversation.instructions
         return _Opened(conversation, f"resumed {session.id}", watcher, resume_opening(session, conversation))
     conversation = Conversation(session=session, instructions=setup.instructions)
     return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)

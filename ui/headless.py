@@ -51,6 +51,9 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
         setup.host_lines = host_lines(detect(os.environ))
         setup.provider()  # a missing key is reported before anything starts
         history = [m for m in bundle.view.messages if m.role != SYSTEM] if bundle else []
+        stored = [m.content for m in bundle.view.messages if m.role == SYSTEM] if bundle else []
+        if stored and args.system is None:  # a resumed session replays its own system prompt
+            setup.instructions = stored[-1]
         if bundle is not None:
             print(f"Resumed session {bundle.id} ({bundle.meta.get('message_count', 0)} messages)", file=sys.stderr)
         turn = trio.run(_one_turn, setup, history, message, args.max_turns)

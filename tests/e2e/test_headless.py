@@ -171,3 +171,14 @@ def test_resume_appends_the_turn_on_success_only(iota):
     iota.model.fail(400, message="nope")
     assert iota("resume", session_id, "-m", "again").returncode == 1
     assert (bundle / "messages.jsonl").stat().st_size == size
+
+
+def test_resume_replays_the_sessions_own_system_prompt(iota):
+    iota.write_config("  chat: {model: m, system: The config says this now.}\n")
+    from iota.messages import SYSTEM
+
+    session_id, _ = make_session(iota, [Message(SYSTEM, content="Recorded prompt."), Message(USER, content="hi"),
+                                        Message(ASSISTANT, content="hello")])
+    iota.model.reply("ok")
+    assert iota("resume", session_id, "-m", "again").returncode == 0
+    assert iota.model.requests[0].body["messages"][0] == {"role": "system", "content": "Recorded prompt."}
