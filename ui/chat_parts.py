@@ -67,7 +67,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
     parts = ChatParts(
         setup=setup, conversation=chat.conversation,
-        card=_card(setup, chat.label, host.name, [*config_warnings, *chat.warnings]),
+        card=_card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings]),
         commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
@@ -168,6 +168,12 @@ def _meta(setup: ChatSetup) -> dict:
     return dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
                 context_window=model.context_window, effort=model.effort, cwd=str(setup.project_root),
                 agent=setup.agent.name)
+
+
+def _log_warnings(chat: _Opened) -> list[str]:
+    """What opening the session's log repaired or skipped (a torn last line, a bad record)."""
+    session = chat.conversation.session
+    return list(session.view.warnings) if session is not None and session.on_disk else []
 
 
 def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:

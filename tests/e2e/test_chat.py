@@ -374,3 +374,21 @@ def test_model_command_changes_model_and_window_for_this_process(iota, chat):
     screen.wait_for("from other")
     assert iota.model.requests[0].body["model"] == "other-model"
     assert "other" not in (iota.home / ".iota.yaml").read_text().split("agents:")[1]  # the config is unchanged
+
+
+def test_a_torn_log_is_repaired_on_resume_and_the_card_says_so(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    session_id = make_chat_session("Torn", "question", "answer")
+    log = paths.sessions_dir() / session_id / "messages.jsonl"
+    with open(log, "a") as file:
+        file.write('{"role":"user","content":"half a rec')
+    iota.model.reply("fine")
+    screen = chat("resume", session_id)
+    screen.wait_for("messages.jsonl")
+    assert "torn" in screen.capture() or "cut" in screen.capture()
+    screen.type("next")
+    screen.send_keys("Enter")
+    screen.wait_for("fine")
+    lines = log.read_text().splitlines()
+    assert all(json.loads(line) for line in lines)  # nothing glued onto the torn stub
+    assert [json.loads(line)["content"] for line in lines] == ["question", "answer", "next", "fine"]
