@@ -17,13 +17,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from iota import paths
-from iota.config_audit import PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode, fail
+from iota.config_audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
+                               fail)
 from iota.errors import ConfigError, MissingAPIKey
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -49,127 +49,219 @@ def parse_size(value: Any) -> int:
     raise ValueError(f'want a size like 200k or 1m, got "{value}"')
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# The entries, as frozen dataclasses. They are decoded by hand, field by field, rather than by a
+# validation library: the key audit has already refused every key that does not belong, so all
+# that is left is each value's type and range — and a library's model building would cost every
+# start a fifth of a second.
+
+
+class BadValue(ValueError):
+    """A value of the wrong type or range; `key` is where it stands inside the entry."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
     name: str
-
-
-class ProviderConfig(_Entry):
-    type: Literal["anthropic", "openai"]
+    type: str
     key: str | None = None
     url: str | None = None
 
-    @field_validator("type", mode="before")
     @classmethod
-    def _known_type(cls, value: Any) -> Any:
-        if value not in PROVIDER_TYPES:
-            raise ValueError(f'unknown provider type "{value}" (supported: {", ".join(PROVIDER_TYPES)})')
-        return value
+    def decode(cls, name: str, raw: dict) -> ProviderConfig:
+        kind = raw.get("type")
+        if kind not in PROVIDER_TYPES:
+            shown = "missing" if kind is None else f'"{kind}"'
+            raise BadValue("type", f'unknown provider type {shown} (supported: {", ".join(PROVIDER_TYPES)})')
+        return cls(name, kind, _text(raw, "key"), _text(raw, "url"))
 
 
-class _Layered(_Entry):
-    context_window: int | None = None
-    effort: str | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, gt=0, le=1)
-
-    @field_validator("context_window", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> Any:
-        return None if value is None else parse_size(value)
-
-    @field_validator("effort")
-    @classmethod
-    def _effort(cls, value: str | None) -> str | None:
-        if value is not None and value not in EFFORTS:
-            raise ValueError(f'effort must be one of {", ".join(EFFORTS)}, got "{value}"')
-        return value
-
-
-class ModelConfig(_Layered):
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
     provider: str
     id: str
+    context_window: int | None = None
+    effort: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
     # A model entry may declare what the bot requirements check cannot otherwise know.
     reports_usage: bool = True
     supports_tools: bool = True
 
+    @classmethod
+    def decode(cls, name: str, raw: dict) -> ModelConfig:
+        return cls(name, _required_text(raw, "provider"), _required_text(raw, "id"), **_layered(raw),
+                   reports_usage=raw.get("reports_usage", True), supports_tools=raw.get("supports_tools", True))
 
-class CodeOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+@dataclass(frozen=True)
+class CodeOptions:
     read_only: bool = False
     auto_write: bool = False
 
 
-class ShellOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class ShellOptions:
     sandbox: str = "auto"
     network: bool = False
     auto_run: bool = False
-    write: list[str] = []
-
-    @field_validator("sandbox", mode="before")
-    @classmethod
-    def _sandbox(cls, value: Any) -> Any:
-        return check_sandbox_mode(value)  # `off` unquoted is YAML's false: it still means "off"
+    write: tuple[str, ...] = ()
 
 
-class Toolsets(BaseModel):
+@dataclass(frozen=True)
+class Toolsets:
     """The built-in toolsets an agent turned on; None means off."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     code: CodeOptions | None = None
     shell: ShellOptions | None = None
     skills: bool = True
     ask: bool = True
     named: tuple[str, ...] = ()  # the sets `tools:` names and does not turn off
 
-    @field_validator("code")
     @classmethod
-    def _code(cls, value: CodeOptions | None) -> CodeOptions | None:
-        if value is not None and value.read_only and value.auto_write:
-            raise ValueError(READ_ONLY_AUTO_WRITE)
-        return value
+    def decode(cls, raw: dict | None) -> Toolsets:
+        """Presence turns code and shell on (with their options, if any); `false` turns a set off.
+        skills and ask are on unless written `false`."""
+        raw = raw or {}
+        named = tuple(name for name, options in raw.items() if options is not False)
+
+        def options(name: str) -> dict | None:
+            value = raw.get(name)
+            if name not in raw or value is False:
+                return None
+            return value if isinstance(value, dict) else {}
+
+        code = shell = None
+        if (given := options("code")) is not None:
+            code = CodeOptions(given.get("read_only", False), given.get("auto_write", False))
+            if code.read_only and code.auto_write:
+                raise BadValue("tools.code", READ_ONLY_AUTO_WRITE)
+        if (given := options("shell")) is not None:
+            try:
+                sandbox = check_sandbox_mode(given.get("sandbox"))  # `off` unquoted is YAML's false
+            except ValueError as error:
+                raise BadValue("tools.shell.sandbox", str(error)) from None
+            shell = ShellOptions(sandbox, given.get("network", False), given.get("auto_run", False),
+                                 tuple(_texts(given, "write", "tools.shell.write")))
+        return cls(code, shell, raw.get("skills") is not False, raw.get("ask") is not False, named)
 
 
-class AgentConfig(_Layered):
+@dataclass(frozen=True)
+class AgentConfig:
+    name: str
     model: str | None = None
-    choices: list[str] = []
+    choices: tuple[str, ...] = ()
     system: str | None = None
     system_file: str | None = None
     tools: Toolsets = Toolsets()
-    mcp_servers: list[str] | None = None
-    mode: Literal["chat", "agent", "bot"] = "chat"
+    mcp_servers: tuple[str, ...] | None = None  # None: all of them
+    mode: str = "chat"
     no_save: bool = False
     notify: bool = True
     description: str | None = None
+    context_window: int | None = None
+    effort: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
 
-    @field_validator("tools", mode="before")
     @classmethod
-    def _tools(cls, value: Any) -> Any:
-        # Presence enables code and shell (with their options, if any); `false` turns a set off.
-        # skills and ask are on unless written `false`.
-        decoded: dict[str, Any] = {"named": tuple(name for name, options in (value or {}).items()
-                                                  if options is not False)}
-        for name, options in (value or {}).items():
-            enabled = options is not False
-            if name in ("skills", "ask"):
-                decoded[name] = enabled
-            else:
-                decoded[name] = (options if isinstance(options, dict) else {}) if enabled else None
-        return decoded
+    def decode(cls, name: str, raw: dict) -> AgentConfig:
+        mode = raw.get("mode", "chat")
+        if mode not in MODES:
+            raise BadValue("mode", f'mode must be one of {", ".join(MODES)}, got "{mode}"')
+        servers = None if raw.get("mcp_servers") is None else tuple(_texts(raw, "mcp_servers"))
+        return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
+                   _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
+                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"), **_layered(raw))
 
 
-class McpServerConfig(_Entry):
+@dataclass(frozen=True)
+class McpServerConfig:
+    name: str
     command: str | None = None
-    args: list[str] = []
-    env: dict[str, str] = {}
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
     url: str | None = None
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = field(default_factory=dict)
     auth: str | None = None
     client_id: str | None = None
     client_secret: str | None = None
     redirect_port: int | None = None
     defer: str | None = None
+
+    @classmethod
+    def decode(cls, name: str, raw: dict) -> McpServerConfig:
+        port = raw.get("redirect_port")
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool)):
+            raise BadValue("redirect_port", f"want a port number, got {port!r}")
+        return cls(name, _text(raw, "command"), tuple(_texts(raw, "args")), _text_map(raw, "env"), _text(raw, "url"),
+                   _text_map(raw, "headers"), _text(raw, "auth"), _text(raw, "client_id"),
+                   _text(raw, "client_secret"), port, _text(raw, "defer"))
+
+
+def _text(raw: dict, key: str) -> str | None:
+    value = raw.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # `key: 1234` in YAML is still the text a person meant
+    raise BadValue(key, f"want text, got {value!r}")
+
+
+def _required_text(raw: dict, key: str) -> str:
+    value = _text(raw, key)
+    if not value:
+        raise BadValue(key, "required")
+    return value
+
+
+def _texts(raw: dict, key: str, where: str | None = None) -> list[str]:
+    value = raw.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, (str, int, float)) for item in value):
+        raise BadValue(where or key, f"want a list of text, got {value!r}")
+    return [str(item) for item in value]
+
+
+def _text_map(raw: dict, key: str) -> dict[str, str]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadValue(key, f"want a mapping of names to text, got {value!r}")
+    return {str(name): "" if item is None else str(item) for name, item in value.items()}
+
+
+def _layered(raw: dict) -> dict[str, Any]:
+    """The four layered parameters of a model or an agent entry."""
+    window = raw.get("context_window")
+    if window is not None:
+        try:
+            window = parse_size(window)
+        except ValueError as error:
+            raise BadValue("context_window", str(error)) from None
+    effort = raw.get("effort")
+    if effort is not None and effort not in EFFORTS:
+        raise BadValue("effort", f'effort must be one of {", ".join(EFFORTS)}, got "{effort}"')
+    return {"context_window": window, "effort": effort,
+            "temperature": _number(raw, "temperature", 0, 2, low_open=False),
+            "top_p": _number(raw, "top_p", 0, 1, low_open=True)}
+
+
+def _number(raw: dict, key: str, low: float, high: float, *, low_open: bool) -> float | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value > high or \
+            (value <= low if low_open else value < low):
+        bound = f"above {low}" if low_open else f"from {low}"
+        raise BadValue(key, f"want a number {bound} to {high}, got {value!r}")
+    return float(value)
 
 
 _DECODERS = {"providers": ProviderConfig, "models": ModelConfig, "agents": AgentConfig, "mcp_servers": McpServerConfig}
@@ -251,19 +343,16 @@ def _merge(config: Config, path: Path, document: dict) -> None:
             config.sources[coordinate] = path
 
 
-def _decode(path: Path, coordinate: str, decoder: type[_Entry], name: str, raw: Any) -> _Entry:
+def _decode(path: Path, coordinate: str, decoder, name: str, raw: Any):
     if decoder is ModelConfig and isinstance(raw, str):
         provider, sep, model_id = raw.partition(":")
         if not sep or not provider or not model_id:
             raise fail(path, coordinate, f'want provider:id or a mapping, got "{raw}"')
         raw = {"provider": provider, "id": model_id}
     try:
-        return decoder.model_validate({**(raw or {}), "name": name})
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join([coordinate, *(str(part) for part in first["loc"] if part != "name")])
-        message = first["msg"].removeprefix("Value error, ")
-        raise fail(path, where, message) from None
+        return decoder.decode(name, raw or {})
+    except BadValue as error:
+        raise fail(path, f"{coordinate}.{error.key}", str(error)) from None
 
 
 def _check_references(config: Config) -> None:

@@ -11,6 +11,8 @@ Nothing here imports the MCP SDK: a chat without servers never pays for it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import re
 import shlex
@@ -56,7 +58,7 @@ def server_from_flag(text: str, taken: set[str] = frozenset()) -> McpServerConfi
         raise ConfigError(f'--mcp "{text}": {error}') from None
     if not words:
         raise ConfigError("--mcp needs a command line or a URL")
-    return McpServerConfig(name=_unique(_name_from_command(words), taken), command=words[0], args=words[1:])
+    return McpServerConfig(name=_unique(_name_from_command(words), taken), command=words[0], args=tuple(words[1:]))
 
 
 def _name_from_url(url: str) -> str:
@@ -95,13 +97,14 @@ def expanded(server: McpServerConfig, cwd: Path) -> McpServerConfig:
     if bool(server.command) == bool(server.url):
         raise ConfigError("set either command: (a stdio server) or url: (an HTTP server)"
                           if not server.command else "has both command: and url:; keep one")
-    return server.model_copy(update={
-        "command": expand(server.command, cwd) if server.command else None,
-        "args": [expand(arg, cwd) for arg in server.args],
-        "env": {key: expand(value, cwd) for key, value in server.env.items()},
-        "url": expand(server.url, cwd) if server.url else None,
-        "headers": {key: expand(value, cwd) for key, value in server.headers.items()},
-    })
+    return dataclasses.replace(
+        server,
+        command=expand(server.command, cwd) if server.command else None,
+        args=tuple(expand(arg, cwd) for arg in server.args),
+        env={key: expand(value, cwd) for key, value in server.env.items()},
+        url=expand(server.url, cwd) if server.url else None,
+        headers={key: expand(value, cwd) for key, value in server.headers.items()},
+    )
 
 
 def endpoint(server: McpServerConfig) -> str:

@@ -20,7 +20,6 @@ from iota import config as config_module
 from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
-from iota import bots
 from iota.errors import SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
@@ -32,7 +31,8 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
     cwd = Path.cwd()
     bundle = None
     if args.command == "resume":
-        from iota import session as session_module  # a plain -m run saves nothing: no need
+        from iota import bots  # a plain -m run saves nothing: none of this is needed for it
+        from iota import session as session_module
 
         found = session_module.resolve_session(args.id)
         bots.check_not_bot_session(found.name)

@@ -135,7 +135,7 @@ def test_toolsets_presence_enables_false_disables(fake_home, project):
         "      ask: false\n"))
     tools = loaded.agents["coder"].tools
     assert tools.code is not None and tools.code.auto_write is False
-    assert tools.shell.auto_run is True and tools.shell.sandbox == "auto" and tools.shell.write == ["~/x"]
+    assert tools.shell.auto_run is True and tools.shell.sandbox == "auto" and tools.shell.write == ("~/x",)
     assert tools.ask is False and tools.skills is True
     assert tools.named == ("code", "shell")
     assert loaded.agents["default"].tools.code is None and loaded.agents["default"].tools.named == ()

@@ -3,6 +3,8 @@ streamable-HTTP server the tests start with the SDK's own server classes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import signal
 import subprocess
@@ -65,7 +67,7 @@ def test_importing_the_mcp_modules_does_not_import_the_sdk():
 async def test_a_stdio_server_from_pypi_lists_its_tools_and_answers(tmp_path, monkeypatch):
     # ${env:…} is expanded when the server starts.
     monkeypatch.setenv("IOTA_TEST_MODULE", "mcp_server_time")
-    server = TIME.model_copy(update={"args": ["-m", "${env:IOTA_TEST_MODULE}"]})
+    server = dataclasses.replace(TIME, args=("-m", "${env:IOTA_TEST_MODULE}"))
     toolbox, events = Toolbox(), Events()
     before = child_pids()
     async with open_mcp([server], tmp_path, toolbox, events) as hub:
@@ -244,7 +246,7 @@ def test_an_agent_naming_an_undefined_server_fails_the_config_load(tmp_path):
 ])
 def test_an_mcp_flag_is_named_after_what_it_runs(flag, name, command, args, url):
     server = server_from_flag(flag)
-    assert (server.name, server.command, server.args, server.url) == (name, command, args, url)
+    assert (server.name, server.command, list(server.args), server.url) == (name, command, args, url)
 
 
 def test_a_bad_mcp_flag_is_one_line():

@@ -64,7 +64,7 @@ def test_adding_to_a_file_without_a_block_appends_one_and_keeps_every_byte(tmp_p
     text = path.read_text()
     assert text == original + "\nmcp_servers:\n  time:\n    command: uvx\n" \
                               "    args: [mcp-server-time, --local-timezone, UTC]\n"
-    assert servers(path)["time"].args == ["mcp-server-time", "--local-timezone", "UTC"]
+    assert servers(path)["time"].args == ("mcp-server-time", "--local-timezone", "UTC")
 
 
 def test_adding_to_a_block_inserts_after_its_last_entry_and_keeps_every_other_byte(tmp_path):
@@ -111,7 +111,7 @@ def test_values_are_quoted_only_when_yaml_needs_it_and_read_back_as_given(tmp_pa
     add_server(path, "odd", {"command": "npx", "args": args, "env": {"DEBUG": "true", "KEY": "${env:KEY}"}})
     assert path.read_text().splitlines()[3] == (
         '    args: [-y, "@scope/server-x", "--root=/tmp/a b", "yes", "1.5", "${cwd}", "a: b", "[x]", "#tag", ""]')
-    loaded = config.McpServerConfig(name="odd", command="npx", args=args, env={"DEBUG": "true", "KEY": "${env:KEY}"})
+    loaded = config.McpServerConfig(name="odd", command="npx", args=tuple(args), env={"DEBUG": "true", "KEY": "${env:KEY}"})
     assert servers(path)["odd"] == loaded
 
 
@@ -233,4 +233,4 @@ def test_add_with_no_config_anywhere_writes_the_starter_first(fake_home, capsys)
     assert status == 0
     assert err.startswith(f"Wrote {fake_home / '.iota.yaml'} (a starter config")
     loaded = config.load(fake_home)
-    assert "default" in loaded.agents and loaded.mcp_servers["time"].args == ["mcp-server-time"]
+    assert "default" in loaded.agents and loaded.mcp_servers["time"].args == ("mcp-server-time",)
