@@ -54,11 +54,11 @@ def run_command(args: argparse.Namespace) -> int:
 def _check_bot_flags(args: argparse.Namespace, config) -> None:
     """A bot refuses -m and --no-save, and an entry that cannot be a bot is refused, before
     anything else happens (and before any file of the bot's is created)."""
-    from iota import bots
     from iota import config as config_module
 
     agent = config_module.find_agent(config, args.agent)
     if agent.mode != "bot":
         return
+    from iota import bots
     bots.check_bot_run(agent.name, headless=args.message is not None, no_save=args.no_save)
     bots.check_bot(agent, config_module.resolve_model(config, agent, args.model))
