@@ -52,6 +52,9 @@ class TimedProvider:
         finally:
             self.seconds += time.perf_counter() - start
 
+    async def aclose(self):
+        await self.provider.aclose()
+
 
 def script(model: FakeModel, turns: int) -> None:
     for turn in range(1, turns + 1):
