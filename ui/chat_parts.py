@@ -53,6 +53,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                          mcp_flags=args.mcp,
                          replay=session.meta if session else None)
+    setup.provider()  # a missing API key stops the start, saying what to set
     host = detect(os.environ)
     setup.host_lines = host_lines(host)
     if agent.mode == "bot":

@@ -392,3 +392,12 @@ def test_a_torn_log_is_repaired_on_resume_and_the_card_says_so(iota, chat):
     lines = log.read_text().splitlines()
     assert all(json.loads(line) for line in lines)  # nothing glued onto the torn stub
     assert [json.loads(line)["content"] for line in lines] == ["question", "answer", "next", "fine"]
+
+
+def test_without_a_key_the_chat_says_what_to_set(iota, chat):
+    (iota.home / ".iota.yaml").write_text(
+        "providers:\n  openai: {type: openai}\nmodels:\n  m: openai:x\nagents:\n  chat: {model: m}\n")
+    screen = chat.terminals.start([IOTA, "run", "chat"], cols=120, rows=10, env=iota.env(), cwd=iota.cwd)
+    screen.wait_for("Error: API key is required: set OPENAI_API_KEY or providers.openai.key in your config")
+    assert screen.wait_for_exit() == 1
+    assert not paths.sessions_dir().exists()
