@@ -3,6 +3,7 @@ streamable-HTTP server the tests start with the SDK's own server classes."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import os
@@ -304,3 +305,20 @@ async def test_the_model_is_offered_the_servers_tools_and_a_call_reaches_the_ser
     assert offered["mcp__echo__echo"]["parameters"]["properties"]["text"]["type"] == "string"
     assert [(m.role, m.content) for m in turn.messages if m.role == TOOL] == [(TOOL, "echo: over the wire")]
     assert turn.reply == "Done."
+
+
+async def test_an_http_server_that_goes_away_is_reported_and_its_tools_leave(tmp_path):
+    toolbox, events = Toolbox(), Events()
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(serve_http())
+        config = McpServerConfig(name="gone", url=server.url)
+        async with open_mcp([config], tmp_path, toolbox, events) as hub:
+            await settled(hub)
+            assert toolbox.get("mcp__gone__echo") is not None
+            stack.close()  # the server stops
+            result = await toolbox.call("mcp__gone__echo", {"text": "hi"})
+            assert result.is_error and result.content.startswith("MCP server gone: ")
+            await until(lambda: hub.statuses()[0].state == "exited")
+            assert toolbox.get("mcp__gone__echo") is None
+    assert events[-1][1] is True and events[-1][0].startswith("MCP server gone exited: ")
+    assert events[-1][0].endswith("; its tools were removed")
