@@ -13,8 +13,7 @@
     │   ├── ContextTooLong         the request does not fit the model's window (compaction can fix it)
     │   ├── ResponseStalled        no byte arrived for the stall limit
     │   └── ProviderRejected       the provider answered with an error that retrying will not fix
-    ├── CompactionFailed           a compaction did not produce a summary (the conversation is unchanged)
-    └── NotYetError                a command that a later part of iota will provide
+    └── CompactionFailed           a compaction did not produce a summary (the conversation is unchanged)
 
 Tool failures are not in this tree: a tool that cannot do what it was asked returns an error
 *result* the model reads (see iota.tools.base.ToolError), it does not end the turn.
@@ -88,7 +87,3 @@ class ProviderRejected(ProviderError):
 
 class CompactionFailed(IotaError):
     """The message is the one-line reason shown as `Compaction failed: <reason>`."""
-
-
-class NotYetError(IotaError):
-    pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 from contextlib import ExitStack
 from functools import partial
@@ -21,6 +22,8 @@ import trio
 from actors.events import Card, Choose
 from iota import __version__
 from ui.app import ChatApp
+from ui.cli import EXIT_INTERRUPTED
+
 
 
 
@@ -42,19 +45,33 @@ def _write_starter_if_first_run(args: argparse.Namespace) -> None:
 async def _draw_then_run(args: argparse.Namespace) -> int:
     events_send, events_receive = trio.open_memory_channel(math.inf)
     inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
+    exit_code = EXIT_INTERRUPTED  # what a SIGTERM or SIGHUP leaves, before the chat runs or twice in it
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ChatApp().run, events_receive, inputs_send)
         events_send.send_nowait(Card(version=__version__, mode="", session="starting…", host=None,
                                      directory=str(Path.cwd())))
         choose = partial(trio.from_thread.run, _choose_once, events_send)
         with ExitStack() as cleanup:
-            parts = await trio.to_thread.run_sync(_load, args, cleanup, choose)
+            # The chat watches the signals once it runs; while it loads, this does: a signal
+            # stops the start, and the terminal is given back as always.
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                async with trio.open_nursery() as loading:
+                    loading.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
+                    parts = await trio.to_thread.run_sync(_load, args, cleanup, choose)
+                    loading.cancel_scope.cancel()
             from actors.supervisor import ExitStatus, run_chat_on
 
             exit_status = ExitStatus()
             await run_chat_on(parts, events_send, inputs_receive, nursery.cancel_scope, exit_status)
+            exit_code = exit_status.code
         nursery.cancel_scope.cancel()
-    return exit_status.code
+    return exit_code
+
+
+async def _cancel_on_signal(signals, everything: trio.CancelScope) -> None:
+    async for _ in signals:
+        everything.cancel()
+        return
 
 
 async def _choose_once(events: trio.MemorySendChannel, title: str, options: tuple[str, ...]) -> int | None:

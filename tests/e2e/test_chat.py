@@ -4,8 +4,11 @@ model server."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -401,3 +404,38 @@ def test_without_a_key_the_chat_says_what_to_set(iota, chat):
     screen.wait_for("Error: API key is required: set OPENAI_API_KEY or providers.openai.key in your config")
     assert screen.wait_for_exit() == 1
     assert not paths.sessions_dir().exists()
+
+
+def iota_pid(screen) -> int:
+    """The pid of the `iota` the pane runs (the pane's own process is the shell around it)."""
+    shell = int(screen._tmux("display-message", "-p", "-t", "=test:", "#{pane_pid}").strip())
+    for task in Path(f"/proc/{shell}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    raise AssertionError("no iota process under the pane")
+
+
+def test_sigterm_while_the_chat_is_still_starting_restores_the_terminal(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    make_chat_session("Only", "q", "a")
+    screen = terminal_start(iota, chat, "resume")
+    screen.wait_for("Resume which session?")  # the picker is part of the start
+    os.kill(iota_pid(screen), signal.SIGTERM)
+    assert screen.wait_for_exit() == 130
+    assert "Resume which session?" not in screen.capture()  # the app's screen is gone
+
+
+def test_sigterm_in_a_running_chat_saves_the_turn_and_exits_130(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    gate = Gate()
+    iota.model.reply("a partial answer that goes on", pieces=3, gate=gate)
+    screen = chat("run", "chat")
+    screen.type("go")
+    screen.send_keys("Enter")
+    gate.release(1)
+    screen.wait_for("a partial")
+    os.kill(iota_pid(screen), signal.SIGTERM)
+    assert screen.wait_for_exit() == 130
+    _, records = saved_records()
+    assert records[-1]["interrupted"] is True and records[-1]["content"].startswith("a partial")
