@@ -18,7 +18,7 @@ import trio
 from actors.compactor import compact_command
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
-from iota import __version__, bots, paths
+from iota import __version__, bots
 from iota.config import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
@@ -72,14 +72,8 @@ async def save(lane: Lane, title: str) -> None:
     if conversation.session is not None:
         lane.notice(f"Session already saving ({conversation.session.id}).")
         return
-    setup = lane.setup
-    bucket = paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
-    model = setup.model
-    fields = dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
-                  context_window=model.context_window, effort=model.effort, cwd=str(setup.project_root),
-                  agent=setup.agent.name, title=title or None)
     try:
-        session = Session.new(bucket, **fields)
+        session = lane.setup.new_session(title or None)
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(conversation.save_as, session)
     except IotaError as error:
@@ -213,7 +207,7 @@ async def sessions(lane: Lane, argument: str) -> None:
     except IotaError as error:
         lane.notice(str(error), warning=True)
         return
-    candidates = [info for info in list_sessions(_scope(lane))
+    candidates = [info for info in list_sessions(lane.setup.sessions_bucket())
                   if info.id not in hidden and (current is None or info.id != current.id)]
     if not candidates:
         lane.notice("No other saved sessions.")
@@ -237,11 +231,6 @@ async def sessions(lane: Lane, argument: str) -> None:
         current.close()
     for event in resume_opening(opened, lane.conversation):
         lane.emit(event)
-
-
-def _scope(lane: Lane) -> Path:
-    setup = lane.setup
-    return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
 
 
 def _full_log(session: Session) -> list[Message]:

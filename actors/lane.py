@@ -107,6 +107,7 @@ class Lane:
         self.approvals = Approvals(self._ask_approval)
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
+        self._failed = False  # the running job failed: the host shows the error state after it
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""

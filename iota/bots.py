@@ -201,8 +201,7 @@ def _lock_refusal(name: str, pid: int | None) -> str:
 
 def _run_fields(model: ResolvedModel, project_root: Path) -> dict[str, Any]:
     """What this run decides in the session's meta (None clears a setting the config dropped)."""
-    return dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
-                context_window=model.context_window, effort=model.effort, cwd=str(project_root))
+    return {**model.meta_fields(), "cwd": str(project_root)}
 
 
 def _create_session(name: str, pointer: Path, run: dict[str, Any]) -> Session:

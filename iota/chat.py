@@ -23,6 +23,7 @@ from iota.errors import ConfigError
 from iota.mcp_servers import servers_for_run
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
+from iota.session import Session
 from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
@@ -66,6 +67,15 @@ class ChatSetup:
                                            config_module.api_key(provider, self.cwd),
                                            config_module.base_url(provider, self.cwd))
         return self._provider
+
+    def sessions_bucket(self) -> Path:
+        """Where this chat's sessions live: per project in agent mode, else the flat directory."""
+        return paths.project_sessions_dir(self.project_root) if self.mode == "agent" else paths.sessions_dir()
+
+    def new_session(self, title: str | None = None) -> Session:
+        """A session for this chat, written at its first append."""
+        return Session.new(self.sessions_bucket(), **self.model.meta_fields(), cwd=str(self.project_root),
+                           agent=self.agent.name, title=title)
 
     def switch_model(self, name: str) -> None:
         """`/model`: another model for the rest of this process; the agent's layered parameters

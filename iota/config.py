@@ -402,6 +402,11 @@ class ResolvedModel:
     # Which layer set context_window: "agent", "model" or "default" (the bot check names it).
     window_source: str
 
+    def meta_fields(self) -> dict[str, Any]:
+        """What a session's meta.json records of the model (None clears a dropped setting)."""
+        return dict(provider=self.provider.name, model=self.id, temperature=self.temperature, top_p=self.top_p,
+                    context_window=self.context_window, effort=self.effort)
+
 
 def find_agent(config: Config, name: str) -> AgentConfig:
     agent = config.agents.get(name)

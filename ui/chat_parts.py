@@ -18,7 +18,7 @@ from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.memory_watcher import MemoryWatcher
 from actors.supervisor import ChatParts
-from iota import __version__, bots, paths
+from iota import __version__, bots
 from iota import config as config_module
 from iota.chat import ChatSetup, prepare_chat
 from iota.config import Config
@@ -103,7 +103,7 @@ class _Opened:
 def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | None) -> _Opened:
     watcher = MemoryWatcher(setup, None)
     if session is None and not (args.no_save or setup.agent.no_save):
-        session = Session.new(_bucket(setup), **_meta(setup))
+        session = setup.new_session()
     if session is not None and session.on_disk:
         conversation = Conversation.from_session(session)
         if args.system is None:  # a resumed session replays its own system prompt
@@ -158,17 +158,6 @@ async def _write_terminal(data: bytes) -> None:
     """The host's escape sequences go straight to the terminal, between urwid's redraws (both
     write from this thread, so neither splits the other)."""
     os.write(1, data)
-
-
-def _bucket(setup: ChatSetup) -> Path:
-    return paths.project_sessions_dir(setup.project_root) if setup.mode == "agent" else paths.sessions_dir()
-
-
-def _meta(setup: ChatSetup) -> dict:
-    model = setup.model
-    return dict(provider=model.provider.name, model=model.id, temperature=model.temperature, top_p=model.top_p,
-                context_window=model.context_window, effort=model.effort, cwd=str(setup.project_root),
-                agent=setup.agent.name)
 
 
 def _log_warnings(chat: _Opened) -> list[str]:

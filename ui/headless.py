@@ -23,9 +23,7 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.errors import SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
-
-EXIT_OK = 0
-
+from ui.cli import EXIT_OK
 
 def run_headless(args: argparse.Namespace, loaded: config_module.Config, message: str) -> int:
     cwd = Path.cwd()

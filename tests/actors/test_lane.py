@@ -14,7 +14,6 @@ import math
 import re
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import trio
@@ -34,27 +33,6 @@ from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  
 
 BOUND = 10  # seconds: a bound on a hang, never a measurement
 DECLINED = "The user declined this call."
-
-
-@pytest.fixture
-def project(tmp_path, fake_home, fake_model) -> Path:
-    (fake_home / ".iota.yaml").write_text(
-        f"providers:\n  fake: {{type: openai, url: '{fake_model.openai_url}', key: test-key}}\n"
-        "models:\n  m: {provider: fake, id: fake-model, context_window: 200k}\n"
-        "agents:\n"
-        "  chat:\n    model: m\n"
-        "  coder:\n    model: m\n    tools:\n      code:\n")
-    project = tmp_path / "project"
-    project.mkdir()
-    return project
-
-
-@pytest.fixture
-def session():
-    """A saving session in the flat sessions dir, written by its first append."""
-    session = Session.new(paths.sessions_dir(), provider="fake", model="fake-model")
-    yield session
-    session.close()
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from pathlib import Path
 
 import pytest
 import trio
@@ -21,7 +20,7 @@ from actors import supervisor
 from actors.commands import COMMANDS
 from actors.events import Card, Interrupt, Leave, SlashCommands, Status, Submit, TextDelta, TurnEnded, UserEcho
 from actors.supervisor import ChatParts, run_chat
-from iota import __version__, paths
+from iota import __version__
 from iota import config as config_module
 from iota.chat import prepare_chat
 from iota.conversation import Conversation
@@ -29,24 +28,6 @@ from iota.session import Session
 from tests.support.fake_model import Gate, fake_model  # noqa: F401  (the fixture)
 
 BOUND = 10  # seconds: a bound on a hang, never a measurement
-
-
-@pytest.fixture
-def project(tmp_path, fake_home, fake_model) -> Path:
-    (fake_home / ".iota.yaml").write_text(
-        f"providers:\n  fake: {{type: openai, url: '{fake_model.openai_url}', key: test-key}}\n"
-        "models:\n  m: {provider: fake, id: fake-model, context_window: 200k}\n"
-        "agents:\n  chat:\n    model: m\n")
-    project = tmp_path / "project"
-    project.mkdir()
-    return project
-
-
-@pytest.fixture
-def session():
-    session = Session.new(paths.sessions_dir(), provider="fake", model="fake-model")
-    yield session
-    session.close()
 
 
 @pytest.fixture
