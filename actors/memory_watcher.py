@@ -25,7 +25,7 @@ from iota.chat import ChatSetup
 from iota.conversation import notice
 from iota.messages import Message
 from iota.memory_file import MemoryFile
-from iota.prompt import agents_chain
+from iota.prompt import agents_signature
 
 
 class MemoryWatcher:
@@ -38,7 +38,7 @@ class MemoryWatcher:
     def _agents_now(self) -> tuple:
         if self.setup.mode not in ("agent", "bot"):
             return ()
-        return agents_chain(self.setup.project_root, self.setup.cwd)[1]
+        return agents_signature(self.setup.project_root, self.setup.cwd)
 
     def refresh_memory(self) -> list[str]:
         """Re-read MEMORY.md into the prompt; the warnings to show."""

@@ -70,8 +70,7 @@ def compose(context: PromptContext) -> str:
         segments.append(f"<instructions>\n{context.instructions}\n</instructions>" if harness
                         else context.instructions)
     if context.mode in ("agent", "bot"):
-        chain, _ = agents_chain(context.project_root, context.cwd)
-        segments.append(chain)
+        segments.append(agents_chain(context.project_root, context.cwd))
         segments.append(catalog(context.skills))
     if context.mode == "bot":
         segments.append(context.memory_block)
@@ -122,18 +121,28 @@ def agents_files(project_root: Path, cwd: Path) -> list[Path]:
     return [d / "AGENTS.md" for d in reversed(directories) if (d / "AGENTS.md").is_file()]
 
 
-def agents_chain(project_root: Path, cwd: Path) -> tuple[str, tuple]:
-    """(the chain's text, a signature that changes when any of its files changes)."""
-    texts, signature = [], []
+def agents_chain(project_root: Path, cwd: Path) -> str:
+    """The chain's text, capped at 32 KiB with the truncation marker."""
+    texts = []
     for path in agents_files(project_root, cwd):
         try:
-            stat = path.stat()
             texts.append(path.read_text(encoding="utf-8", errors="replace").rstrip("\n"))
-            signature.append((str(path), stat.st_mtime_ns, stat.st_size))
         except OSError:
             continue
     chain = "\n\n".join(texts)
     encoded = chain.encode()
     if len(encoded) > AGENTS_CHAIN_CAP:
         chain = encoded[:AGENTS_CHAIN_CAP].decode(errors="ignore") + "\n\n" + AGENTS_TRUNCATED
-    return chain, tuple(signature)
+    return chain
+
+
+def agents_signature(project_root: Path, cwd: Path) -> tuple:
+    """Changes when any file of the chain appears, goes, or changes: a stat per file, no reading."""
+    signature = []
+    for path in agents_files(project_root, cwd):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        signature.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)

@@ -439,3 +439,22 @@ def test_sigterm_in_a_running_chat_saves_the_turn_and_exits_130(iota, chat):
     assert screen.wait_for_exit() == 130
     _, records = saved_records()
     assert records[-1]["interrupted"] is True and records[-1]["content"].startswith("a partial")
+
+
+def test_an_agents_md_edit_reaches_the_next_request_with_a_notice(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    (iota.cwd / "AGENTS.md").write_text("Use tabs.\n")
+    iota.write_config("  coder:\n    mode: agent\n    model: m\n")
+    iota.model.reply("one")
+    iota.model.reply("two")
+    screen = chat("run", "coder")
+    screen.type("first")
+    screen.send_keys("Enter")
+    screen.wait_for("one")
+    (iota.cwd / "AGENTS.md").write_text("Use spaces, four of them.\n")
+    screen.type("second")
+    screen.send_keys("Enter")
+    screen.wait_for("AGENTS.md reloaded")
+    screen.wait_for("two")
+    first, second = (r.body["messages"][0]["content"] for r in iota.model.requests)
+    assert first.endswith("Use tabs.") and second.endswith("Use spaces, four of them.")

@@ -67,7 +67,7 @@ def test_agents_chain_from_root_down_to_cwd(tmp_path):
 
 def test_agents_chain_is_capped_with_the_marker(tmp_path):
     (tmp_path / "AGENTS.md").write_text("x" * 40_000)
-    chain, _ = prompt.agents_chain(tmp_path, tmp_path)
+    chain = prompt.agents_chain(tmp_path, tmp_path)
     assert chain.endswith("\n\n<!-- AGENTS.md chain truncated at 32 KiB -->")
     assert chain.startswith("x" * 32 * 1024 + "\n\n")
 
@@ -75,9 +75,9 @@ def test_agents_chain_is_capped_with_the_marker(tmp_path):
 def test_agents_chain_signature_changes_when_a_file_changes(tmp_path):
     path = tmp_path / "AGENTS.md"
     path.write_text("one")
-    _, first = prompt.agents_chain(tmp_path, tmp_path)
+    first = prompt.agents_signature(tmp_path, tmp_path)
     path.write_text("two, longer")
-    _, second = prompt.agents_chain(tmp_path, tmp_path)
+    second = prompt.agents_signature(tmp_path, tmp_path)
     assert first != second
 
 
