@@ -18,14 +18,15 @@ import trio
 from actors.compactor import compact_command
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
-from iota import __version__, bots
-from iota.config import EFFORTS
+from iota import __version__
+from iota.bots import bot as bots
+from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
-from iota.conversation import Conversation
+from iota.sessions.conversation import Conversation
 from iota.text import format_size
-from iota.session import Session, delete_session, list_sessions, repair_tail, session_label
+from iota.sessions.bundle import Session, delete_session, list_sessions, repair_tail, session_label
 
 
 async def show_status(lane: Lane, argument: str) -> None:

@@ -18,12 +18,12 @@ from typing import Callable
 import trio
 
 from actors.lane import Command, Lane, UserMessage
-from iota import compaction
-from iota.compaction import Compacted
-from iota.conversation import notice
+from iota.compaction import summary as compaction
+from iota.compaction.summary import Compacted
+from iota.sessions.conversation import notice
 from iota.errors import IotaError
 from iota.hosts import PingKind
-from iota.memory_file import MemoryFile
+from iota.memory.file import MemoryFile
 from iota.messages import SYSTEM, Message
 from iota.tools.base import Tool, Toolbox
 

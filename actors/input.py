@@ -17,8 +17,8 @@ import trio
 from actors.events import CancelInnermost, Focus, Interrupt, Leave, Submit
 from actors.lane import Command, Lane, UserMessage
 from actors.notifier import HostLink
+from iota.errors import EXIT_INTERRUPTED
 
-EXIT_INTERRUPTED = 130
 
 
 async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, leave: Callable[[int], None],

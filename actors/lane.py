@@ -28,12 +28,12 @@ from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnd
                            UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
-from iota.compaction import Meter
-from iota.conversation import Conversation, notice
+from iota.compaction.summary import Meter
+from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
 from iota.hosts import PingKind, State
-from iota.session import Session
+from iota.sessions.bundle import Session
 from iota.tools.base import ToolResult, Toolbox
 
 # ---- jobs ------------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ import datetime
 
 from actors.lane import Lane
 from iota.chat import ChatSetup
-from iota.conversation import notice
+from iota.sessions.conversation import notice
 from iota.messages import Message
-from iota.memory_file import MemoryFile
+from iota.memory.file import MemoryFile
 from iota.prompt import agents_signature
 
 

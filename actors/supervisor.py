@@ -29,12 +29,12 @@ from actors.notifier import open_host_link
 from actors.events import Card, Notice
 from actors.lane import JobNote, Lane
 from iota.chat import ChatSetup
-from iota.conversation import Conversation
+from iota.errors import EXIT_INTERRUPTED
+from iota.sessions.conversation import Conversation
 from iota.hosts import Host, detect
 
 # How long a leaving chat waits for an interrupted turn to be saved.
 SAVE_ON_EXIT_SECONDS = 5.0
-EXIT_INTERRUPTED = 130
 
 Face = Callable[[trio.MemoryReceiveChannel, trio.MemorySendChannel], Awaitable[None]]
 

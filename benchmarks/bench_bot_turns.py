@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.events import Leave, Status, Submit, TurnEnded  # noqa: E402
 from actors.supervisor import run_chat  # noqa: E402
-from iota import config  # noqa: E402
+from iota.config import settings as config  # noqa: E402
 from tests.support.fake_model import FakeModel  # noqa: E402
 from ui.cli import build_parser  # noqa: E402
 from ui.chat_parts import open_chat  # noqa: E402

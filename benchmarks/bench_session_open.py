@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iota.messages import Message, ToolCall, Usage  # noqa: E402
 from iota.paths import sessions_dir  # noqa: E402
-from iota.session import Session  # noqa: E402
+from iota.sessions.bundle import Session  # noqa: E402
 
 SIZES = (100, 10_000, 100_000)
 RETAINED = 50

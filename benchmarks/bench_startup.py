@@ -19,7 +19,7 @@ for these cases:
 
     tmux baseline         `sh -c "printf card+prompt; cat"`: what starting tmux and polling cost alone
     imports floor         python importing what the chat imports before its first screen
-                          (`import ui.interactive`), then printing a card and a prompt
+                          (`import ui.commands.interactive`), then printing a card and a prompt
     iota run coder        an agent-mode chat (code and shell tools) on a new session
     iota run coder-oa     the same agent on an OpenAI-compatible model: no SDK to load, so the
                           difference from the row above is what the Anthropic SDK costs the screen
@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from iota import paths  # noqa: E402
 from iota.messages import Message, ToolCall, Usage  # noqa: E402
-from iota.session import Session  # noqa: E402
+from iota.sessions.bundle import Session  # noqa: E402
 from tests.support.fake_model import FakeModel  # noqa: E402
 from tests.support.terminal import Terminal, Terminals  # noqa: E402
 
@@ -60,9 +60,9 @@ TIMEOUT = 30.0
 PROSE = "The quick brown fox jumps over the lazy dog while the build runs its tests again. "
 CARD = "ι> iota"
 PROBE = "q"
-# What the chat must import before it can draw anything (ui.interactive brings trio, urwid,
+# What the chat must import before it can draw anything (ui.commands.interactive brings trio, urwid,
 # pydantic and the actors), then a card and a prompt; the terminal itself echoes the key.
-FLOOR = ("import ui.interactive, time; print('ι> iota\\n' + '─' * 20); print('❯ ', end='', flush=True); "
+FLOOR = ("import ui.commands.interactive, time; print('ι> iota\\n' + '─' * 20); print('❯ ', end='', flush=True); "
          "time.sleep(60)")
 # The composer row: the prompt at the start of a line right under a rule (the transcript's own
 # `❯ ` marks, in a resumed chat's echo, are not under a rule).

@@ -22,7 +22,7 @@ import trio
 
 from iota.messages import ASSISTANT, TOOL, Message, ToolCall
 from iota.providers.base import Provider, Request
-from iota.session_log import repair_tail
+from iota.sessions.log import repair_tail
 from iota.tools.base import DECLINED, ToolResult, Toolbox, headless_refusal
 
 CANCELLED_RESULT = "[command cancelled]"

@@ -16,14 +16,14 @@ from typing import AsyncIterator, Callable
 
 import trio
 
-from iota import config as config_module
+from iota.config import settings
 from iota import paths
-from iota.config import AgentConfig, Config, ResolvedModel
+from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.errors import ConfigError
-from iota.mcp_servers import servers_for_run
+from iota.mcp.servers import servers_for_run
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
-from iota.session import Session
+from iota.sessions.bundle import Session
 from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
@@ -64,8 +64,8 @@ class ChatSetup:
 
             provider = self.model.provider
             self._provider = make_provider(provider.name, provider.type,
-                                           config_module.api_key(provider, self.cwd),
-                                           config_module.base_url(provider, self.cwd))
+                                           settings.api_key(provider, self.cwd),
+                                           settings.base_url(provider, self.cwd))
         return self._provider
 
     def sessions_bucket(self) -> Path:
@@ -80,7 +80,7 @@ class ChatSetup:
     def switch_model(self, name: str) -> None:
         """`/model`: another model for the rest of this process; the agent's layered parameters
         still apply. The config on disk is not changed."""
-        self.model = config_module.resolve_model(self.config, self.agent, name)
+        self.model = settings.resolve_model(self.config, self.agent, name)
         if self._provider is not None:
             self._retired.append(self._provider)
         self._provider = None
@@ -125,7 +125,7 @@ class ChatSetup:
         if not servers:
             yield
             return
-        from iota.mcp_hub import open_mcp
+        from iota.mcp.hub import open_mcp
 
         def note(text: str, warning: bool) -> None:
             if warning:
@@ -164,7 +164,7 @@ class ChatSetup:
         shell = tools.shell
         sandbox = None
         if shell.sandbox == "auto":
-            write = [config_module.expand(os.path.expanduser(p), self.cwd) for p in shell.write]
+            write = [settings.expand(os.path.expanduser(p), self.cwd) for p in shell.write]
             sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write)
         self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
         if job_notices is None:  # nobody reads them: an unbounded channel never blocks a job
@@ -184,7 +184,7 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
     whose model and tuning are kept unless `-M` names another model."""
     if replay and not model_override and replay.get("provider") and replay.get("model"):
         model_override = _replayed_model(loaded, replay)
-    model = config_module.resolve_model(loaded, agent, model_override)
+    model = settings.resolve_model(loaded, agent, model_override)
     root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
     skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
     return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
@@ -207,7 +207,7 @@ def _instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str |
     if agent.system:
         return agent.system
     if agent.system_file:
-        path = Path(config_module.expand(os.path.expanduser(agent.system_file), cwd))
+        path = Path(settings.expand(os.path.expanduser(agent.system_file), cwd))
         try:
             return path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:

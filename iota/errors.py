@@ -23,6 +23,10 @@ Every message is one line that says what is wrong and, where it can, what to do.
 
 from __future__ import annotations
 
+# How the `iota` command ends: an IotaError exits 1, an interrupted run (Ctrl+C at an idle
+# prompt, SIGINT, SIGTERM, SIGHUP) 130, like a shell's 128 + SIGINT.
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
 
 class IotaError(Exception):
     """Base of everything iota reports to the user as `Error: <message>`."""

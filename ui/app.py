@@ -36,7 +36,7 @@ from urwid.display import escape
 
 from actors.events import Ask, Choose, Status
 from ui import theme
-from ui.widgets import ChatLayout
+from ui.widgets.layout import ChatLayout
 
 LINE_FEED = 0x0A
 # What a terminal with the kitty keyboard protocol sends for Ctrl+J; urwid reads it as "ctrl j".

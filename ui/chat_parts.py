@@ -18,15 +18,16 @@ from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.memory_watcher import MemoryWatcher
 from actors.supervisor import ChatParts
-from iota import __version__, bots
-from iota import config as config_module
+from iota import __version__
+from iota.bots import bot as bots
+from iota.config import settings
 from iota.chat import ChatSetup, prepare_chat
-from iota.config import Config
-from iota.conversation import Conversation, notice
+from iota.config.settings import Config
+from iota.sessions.conversation import Conversation, notice
 from iota.errors import IotaError
 from iota.hosts import detect, host_lines
-from iota.memory_file import MemoryFile
-from iota.session import Session, list_sessions, resolve_session, session_label
+from iota.memory.file import MemoryFile
+from iota.sessions.bundle import Session, list_sessions, resolve_session, session_label
 from iota.tools.remember import Remember
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
@@ -44,9 +45,9 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         bots.check_not_bot_session(bundle.name)
         session = Session.open(bundle)
         agent_name = session.meta.get("agent") or "default"
-        agent = loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name)
+        agent = loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name)
     else:
-        agent = config_module.find_agent(loaded, args.agent)
+        agent = settings.find_agent(loaded, args.agent)
         session = None
     if session is not None:
         cleanup.callback(session.close)

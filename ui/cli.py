@@ -16,15 +16,12 @@ needs it, so `iota version` and the first screen of a chat stay fast.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from iota import __version__, paths
-from iota.errors import IotaError
-from ui.mcp_command import add_mcp_parser
-
-EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+from iota import __version__
+from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
+from ui.commands.mcp import add_mcp_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,108 +94,23 @@ def dispatch(args: argparse.Namespace) -> int:
         print(f"iota {__version__}")
         return EXIT_OK
     if command == "config":
+        from ui.commands.config import config_command
+
         return config_command(args)
     if command == "list":
+        from ui.commands.listing import list_command
+
         return list_command(args)
     if command == "mcp":
-        from ui.mcp_command import mcp_command
+        from ui.commands.mcp import mcp_command
 
         return mcp_command(args)
     if command == "run" and not hasattr(args, "agent"):
         # A bare `iota`: run agents.default with no flags.
         args = build_parser().parse_args(["run", *(["-c", str(args.config)] if args.config else [])])
-    from ui.run import run_command  # the chat's imports are not paid by `iota list`
+    from ui.commands.run import run_command  # the chat's imports are not paid by `iota list`
 
     return run_command(args)
-
-
-def load_config(args: argparse.Namespace, *, write_starter: bool = False):
-    """Load the config a run would use; the first run with no config anywhere gets the starter."""
-    from iota import config, starter
-
-    cwd = Path.cwd()
-    if write_starter and args.config is None:
-        user_file = paths.user_config_path()
-        if not user_file.exists() and not paths.project_config_path(cwd).exists():
-            print(starter.write_starter(user_file), file=sys.stderr)
-    loaded = config.load(cwd, args.config)
-    for warning in loaded.warnings:
-        print(f"Warning: {warning}", file=sys.stderr)
-    return loaded
-
-
-def config_command(args: argparse.Namespace) -> int:
-    from iota import starter
-
-    if args.action == "init":
-        print(starter.write_starter(args.config or paths.user_config_path()))
-        return EXIT_OK
-    if args.action == "path":
-        if args.config is not None:
-            print(os.path.abspath(args.config))
-            return EXIT_OK
-        cwd = Path.cwd()
-        print(paths.user_config_path())
-        project = paths.project_config_path(cwd)
-        if project.exists():
-            print(project)
-        return EXIT_OK
-    loaded = load_config(args)
-    if args.config is not None:
-        print(f"config: {loaded.explicit_file} (given with -c; the only scope)")
-    else:
-        print(f"user config: {loaded.user_file or '(absent)'}")
-        print(f"project config: {loaded.project_file or '(absent)'}")
-    print(loaded.counts())
-    return EXIT_OK
-
-
-def list_command(args: argparse.Namespace) -> int:
-    if args.what == "sessions":
-        from datetime import datetime
-
-        from iota import session
-
-        print(session.format_session_list(session.list_sessions(), datetime.now().astimezone()))
-        return EXIT_OK
-    loaded = load_config(args)
-    print(render_listing(loaded, args.what, args.agent))
-    return EXIT_OK
-
-
-def render_listing(loaded, what: str, agent_name: str | None = None) -> str:
-    from iota import config
-    from iota.text import format_size
-
-    rows: list[tuple[str, str]] = []
-    if what == "agents":
-        title = "Agents:"
-        for name, agent in loaded.agents.items():
-            details = [agent.mode, agent.model or "(no model)"]
-            if agent.description:
-                details.append(agent.description)
-            rows.append((name, " · ".join(details)))
-    elif what == "models":
-        title = "Models:"
-        names = list(loaded.models)
-        if agent_name is not None:
-            agent = config.find_agent(loaded, agent_name)
-            names = [name for name in dict.fromkeys([agent.model, *agent.choices]) if name]
-            title = f"Models for {agent_name}:"
-        for name in names:
-            model = config.resolve_model(loaded, loaded.agents.get(agent_name) or config.AgentConfig(name="-"), name)
-            rows.append((name, f"{model.provider.name}:{model.id} · {format_size(model.context_window)} window"))
-    else:
-        title = "Providers:"
-        for name, provider in loaded.providers.items():
-            variable = config.ENV_KEYS[provider.type]
-            key = f"key from ${variable}" if os.environ.get(variable) else "key in config" if provider.key else (
-                f"no key: set {variable}")
-            rows.append((name, " · ".join([provider.type, provider.url or "default url", key])))
-    if not rows:
-        return f"{title}\n  (none)"
-    width = max(len(name) for name, _ in rows)
-    return "\n".join([title, *(f"  {name.ljust(width)}  {details}" for name, details in rows)])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ A bot is an agent with `mode: bot`, named by its entry. Everything it owns lives
 
     ~/.iota/bots/<name>/
         bot.json         the pointer: {"session":"<id>"}, written atomically once the bundle exists
-        MEMORY.md        the memory (see iota.memory_file), and MEMORY.md.prev, the one before
+        MEMORY.md        the memory (see iota.memory.file), and MEMORY.md.prev, the one before
         lock             held by the one process running the bot; holds its pid
 
 Its conversation is an ordinary flat bundle, `~/.iota/sessions/<id>/`, so it shows up in
@@ -17,7 +17,7 @@ The start sequence is ordered so that every failure leaves something a person ca
 2. `open_bot` takes the bot's lock before it reads or writes anything else in the directory.
    The lock, not the pointer, is what keeps two processes from writing one conversation, and it
    is held for the whole process. A killed holder never blocks the next start (the kernel drops
-   its flock; see iota.locking).
+   its flock; see iota.sessions.locking).
 3. With no pointer, the bundle is written first and the pointer published after it. A crash in
    between leaves an orphan empty bundle, which is harmless; the other order could leave a
    pointer to nothing. With a pointer, that bundle is opened — and a pointer that is missing its
@@ -41,16 +41,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from iota import locking
-from iota.config import AgentConfig, ResolvedModel
+from iota.sessions import locking
+from iota.config.settings import AgentConfig, ResolvedModel
 from iota.text import format_size
 from iota.errors import BotError
-from iota.memory import go_quote
-from iota.memory_file import ensure_memory
+from iota.memory.document import go_quote
+from iota.memory.file import ensure_memory
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
-from iota.session import META_NAME, Session, _parse_stamp, write_atomically
-from iota.session_log import json_bytes
+from iota.sessions.bundle import META_NAME, Session, _parse_stamp, write_atomically
+from iota.sessions.log import json_bytes
 
 POINTER_NAME = "bot.json"
 LOCK_NAME = "lock"

@@ -19,7 +19,7 @@ The summary is not a message of its own: it is prepended, as `[Earlier conversat
 summary]\\n<summary>\\n\\n———\\n\\n`, to a *copy* of the first kept message (two user messages in a
 row is a shape some providers reject, and the summary belongs to the turn it introduces). The
 log keeps every original record and gains one compaction record, `compacted_through` = the
-conversation records written so far minus the kept ones; `iota.session_log` rebuilds the same
+conversation records written so far minus the kept ones; `iota.sessions.log` rebuilds the same
 view from it on resume. At the next compaction the preamble is lifted off the first summarised
 message again and handed to the model as the *previous summary*, to carry forward, not to
 summarise as if the user had said it.
@@ -49,7 +49,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from iota.compaction_meter import (
+from iota.compaction.meter import (
     MIN_BOT_WINDOW,
     Meter,
     bot_reserve,
@@ -60,12 +60,12 @@ from iota.compaction_meter import (
     snoozed,
 )
 from iota.errors import CompactionFailed, ProviderError
-from iota.memory import soft_warning
+from iota.memory.document import soft_warning
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
 from iota.providers.base import Provider, Request
-from iota.session_log import SUMMARY_FOOTER, SUMMARY_HEADER, summary_preamble
+from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER, summary_preamble
 
-# The meter's names are re-exported, so the chat and the compactor need only `iota.compaction`.
+# The meter's names are re-exported, so the chat and the compactor need only `iota.compaction.summary`.
 __all__ = [
     "COMPACTED_WITHOUT_FLUSH", "COMPACTING", "COMPACT_NOW", "FLUSH_NOTICE", "FLUSH_TRANSCRIPT_LINE",
     "EMPTY_SUMMARY", "MIN_BOT_WINDOW", "NOTHING_TO_COMPACT", "NOT_NOW", "NOT_SAVED", "SUMMARY_INSTRUCTION", "Compacted", "CompactionFailed", "Meter", "Split",

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from iota import paths
-from iota.config_audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
+from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
 

@@ -40,9 +40,9 @@ from typing import IO, Any
 import trio
 
 from iota import __version__
-from iota.config import McpServerConfig
-from iota.mcp_servers import endpoint, expanded
-from iota.mcp_tool import McpTool
+from iota.config.settings import McpServerConfig
+from iota.mcp.servers import endpoint, expanded
+from iota.mcp.tool import McpTool
 from iota.tools.base import Toolbox, ToolError
 
 # A server has this long to start, answer `initialize` and list its tools.

@@ -19,7 +19,7 @@ import shlex
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from iota.config import AgentConfig, Config, McpServerConfig, expand
+from iota.config.settings import AgentConfig, Config, McpServerConfig, expand
 from iota.errors import ConfigError
 
 # Commands that run another program named by their first plain argument: `npx -y @scope/server-x`,

@@ -5,7 +5,7 @@
     updated: 2026-10-02
     ---
     # coder memory           the body: everything after the front matter
-    ## User                  sections are scopes (see iota.memory_block for who sees what)
+    ## User                  sections are scopes (see iota.memory.block for who sees what)
     - [user] Reply in Chinese (2026-09-30)     an entry the model wrote: tag, text, date
     - Never rebase                             an entry the person wrote: no tag, hands off
 
@@ -17,7 +17,7 @@ text) is kept exactly as it was.
 
 Nothing here touches the disk: `apply` turns the file's text and an edit into the new text, or
 raises `MemoryRefusal` with the sentence the model reads. The reading and writing around it live
-in iota.memory_file, the prompt block in iota.memory_block.
+in iota.memory.file, the prompt block in iota.memory.block.
 
 The caps measure the body only, as its lines joined with newlines plus a final newline, so a
 person's front matter never counts against what the model may write.
@@ -29,7 +29,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from iota.memory_secrets import secret_kind
+from iota.memory.secrets import secret_kind
 from iota.tools.base import ToolError
 
 MEMORY_FILE = "MEMORY.md"

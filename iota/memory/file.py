@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from iota.memory import (
+from iota.memory.document import (
     MEMORY_FILE,
     MEMORY_PREV_FILE,
     Applied,
@@ -37,8 +37,8 @@ from iota.memory import (
     go_quote,
     join_lines,
 )
-from iota.memory_block import cut_to_cap, over_cap_warning, render_block
-from iota.session import write_atomically
+from iota.memory.block import cut_to_cap, over_cap_warning, render_block
+from iota.sessions.bundle import write_atomically
 
 # What identifies one version of the file: (mtime in ns, size, inode). None: there is no file.
 FileStamp = tuple[int, int, int] | None

@@ -5,7 +5,7 @@ A bundle is a directory holding `meta.json` (a directory without one is not a bu
     ~/.iota/sessions/<id>/                     chat-mode and bot sessions
     ~/.iota/sessions/projects/<slug>/<id>/     agent-mode sessions, one bucket per project
         meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
-        messages.jsonl   the conversation, append-only (see iota.session_log)
+        messages.jsonl   the conversation, append-only (see iota.sessions.log)
         .lock            held by the one process writing the bundle; holds its pid
 
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
@@ -31,11 +31,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from iota import locking
+from iota.sessions import locking
 from iota.errors import AmbiguousSession, SessionError, SessionNotFound
 from iota.messages import COMPACTION, Message
 from iota.paths import sessions_dir
-from iota.session_log import (
+from iota.sessions.log import (
     INTERRUPTED_RESULT,
     LOG_NAME,
     LogIndex,
@@ -47,7 +47,7 @@ from iota.session_log import (
     repair_tail,
 )
 
-# The session log's public names are re-exported, so callers need only `iota.session`.
+# The session log's public names are re-exported, so callers need only `iota.sessions.bundle`.
 __all__ = [
     "INTERRUPTED_RESULT", "Session", "SessionInfo", "SessionView", "format_session_list", "list_sessions",
     "delete_session", "new_session_id", "read_meta", "relative_time", "render_meta", "repair_tail", "resolve_session",
@@ -67,7 +67,7 @@ _OPTIONAL_KEYS = (
     "negative_prompt", "json_edits", "base_url", "cwd", "title", "agent", "param_sources",
 )
 _KNOWN_KEYS = frozenset((*_HEAD_KEYS, *_OPTIONAL_KEYS, "message_count"))
-# The loader's checkpoint (see iota.session_log). Other programs preserve it as an unknown key.
+# The loader's checkpoint (see iota.sessions.log). Other programs preserve it as an unknown key.
 _INDEX_KEY = "view_index"
 _PLAUSIBLE_ID = re.compile(r"[0-9A-Za-z]+")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from iota.messages import SYSTEM, USER, Message
-from iota.session import Session
+from iota.sessions.bundle import Session
 
 
 @dataclass

@@ -68,7 +68,7 @@ class Toolbox:
     def __init__(self, tools: list[Tool] | None = None):
         self._tools: dict[str, Tool] = {}
         self.jobs = None  # the shell's background job table, when the chat has one
-        self.mcp = None  # the MCP servers' hub (iota.mcp_hub.McpHub), when the chat has servers
+        self.mcp = None  # the MCP servers' hub (iota.mcp.hub.McpHub), when the chat has servers
         for tool in tools or []:
             self.add(tool)
 

@@ -4,7 +4,7 @@ It asks for no approval: it writes only the bot's own file, a line at a time. Wh
 that is that every write is visible and reversible: the transcript shows the change in full, the
 conversation records a `memory: MEMORY.md ## User +1 line: …` notice, the old file is kept as
 MEMORY.md.prev, and the lines a person wrote cannot be touched. The file format and its rules live
-in iota.memory; this module decodes the arguments and presents the result.
+in iota.memory.document; this module decodes the arguments and presents the result.
 
 The notices are not on the result: the chat takes them from the shared `MemoryFile`
 (`take_notices()`) once the turn is over, so they land in the log after the tool results, as the
@@ -16,8 +16,8 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable
 
-from iota.memory import SOURCES, Add, Edit, MemoryRefusal, Remove, Replace, go_quote, parse_section
-from iota.memory_file import MemoryFile
+from iota.memory.document import SOURCES, Add, Edit, MemoryRefusal, Remove, Replace, go_quote, parse_section
+from iota.memory.file import MemoryFile
 from iota.tools.base import Tool, ToolResult
 from iota.tools.code_write import unified_diff
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from iota import paths
-from iota.session import Session
+from iota.sessions.bundle import Session
 from tests.support.fake_model import fake_model  # noqa: F401  (the fixture)
 
 

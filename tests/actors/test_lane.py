@@ -23,12 +23,12 @@ from actors.commands import COMMANDS
 from actors.events import Choose, ErrorLine, Notice, Panel, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Command, JobNote, Lane, UserMessage
 from actors.notifier import open_host_link
-from iota import config as config_module
+from iota.config import settings
 from iota import paths
 from iota.chat import ChatSetup, prepare_chat
-from iota.conversation import Conversation
+from iota.sessions.conversation import Conversation
 from iota.messages import Message
-from iota.session import Session
+from iota.sessions.bundle import Session
 from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
 
 BOUND = 10  # seconds: a bound on a hang, never a measurement
@@ -78,8 +78,8 @@ class Chat:
 def open_lane(project):
     @asynccontextmanager
     async def open_(conversation: Conversation | None = None, agent: str = "chat"):
-        loaded = config_module.load(project)
-        setup = prepare_chat(loaded, config_module.find_agent(loaded, agent), project)
+        loaded = settings.load(project)
+        setup = prepare_chat(loaded, settings.find_agent(loaded, agent), project)
         conversation = conversation if conversation is not None else Conversation(instructions=setup.instructions)
         send, receive = trio.open_memory_channel(math.inf)
         link, _host_messages = open_host_link()  # nobody plays the host: posting never blocks

@@ -21,10 +21,10 @@ from actors.commands import COMMANDS
 from actors.events import Card, Interrupt, Leave, SlashCommands, Status, Submit, TextDelta, TurnEnded, UserEcho
 from actors.supervisor import ChatParts, run_chat
 from iota import __version__
-from iota import config as config_module
+from iota.config import settings
 from iota.chat import prepare_chat
-from iota.conversation import Conversation
-from iota.session import Session
+from iota.sessions.conversation import Conversation
+from iota.sessions.bundle import Session
 from tests.support.fake_model import Gate, fake_model  # noqa: F401  (the fixture)
 
 BOUND = 10  # seconds: a bound on a hang, never a measurement
@@ -45,8 +45,8 @@ def held_signals():
 @pytest.fixture
 def make_parts(project):
     def make(conversation: Conversation | None = None, commands: dict | None = None) -> ChatParts:
-        loaded = config_module.load(project)
-        setup = prepare_chat(loaded, config_module.find_agent(loaded, "chat"), project)
+        loaded = settings.load(project)
+        setup = prepare_chat(loaded, settings.find_agent(loaded, "chat"), project)
         conversation = conversation if conversation is not None else Conversation(instructions=setup.instructions)
         label = f"session {conversation.session.id}" if conversation.session else "not saved"
         card = Card(version=__version__, mode=setup.mode, session=label, host=None, directory=str(project))

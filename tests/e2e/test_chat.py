@@ -279,7 +279,7 @@ def test_compact_command(iota, chat):
 
 def make_chat_session(title: str, user: str, reply: str):
     from iota.messages import ASSISTANT, USER, Message
-    from iota.session import Session
+    from iota.sessions.bundle import Session
 
     with Session.create(paths.sessions_dir(), provider="fake", model="fake-model", agent="chat", title=title) as s:
         s.append([Message(USER, content=user), Message(ASSISTANT, content=reply)])
@@ -290,7 +290,7 @@ def age(session_id: str, hours: int) -> None:
     """Make a session look last used `hours` ago."""
     from datetime import datetime, timedelta
 
-    from iota.session import read_meta, render_meta, write_atomically
+    from iota.sessions.bundle import read_meta, render_meta, write_atomically
 
     bundle = paths.sessions_dir() / session_id
     meta = read_meta(bundle)

@@ -6,7 +6,7 @@ import re
 
 from iota import __version__, paths
 from iota.messages import USER, Message
-from iota.session import Session
+from iota.sessions.bundle import Session
 
 
 def test_version(iota):

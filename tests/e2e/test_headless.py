@@ -7,7 +7,8 @@ import signal
 
 import pytest
 
-from iota import paths, session
+from iota import paths
+from iota.sessions import bundle as session
 from iota.messages import ASSISTANT, USER, Message
 from tests.support.fake_model import tool_call
 

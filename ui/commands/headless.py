@@ -16,21 +16,20 @@ from pathlib import Path
 
 import trio
 
-from iota import config as config_module
+from iota.config import settings
 from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
-from iota.errors import SessionError
+from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
-from ui.cli import EXIT_OK
 
-def run_headless(args: argparse.Namespace, loaded: config_module.Config, message: str) -> int:
+def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str) -> int:
     cwd = Path.cwd()
     bundle = None
     if args.command == "resume":
-        from iota import bots  # a plain -m run saves nothing: none of this is needed for it
-        from iota import session as session_module
+        from iota.bots import bot as bots  # a plain -m run saves nothing: none of this is needed for it
+        from iota.sessions import bundle as session_module
 
         found = session_module.resolve_session(args.id)
         bots.check_not_bot_session(found.name)
@@ -41,8 +40,8 @@ def run_headless(args: argparse.Namespace, loaded: config_module.Config, message
     else:
         agent_name = args.agent
     try:
-        agent = config_module.find_agent(loaded, agent_name) if args.command == "run" else (
-            loaded.agents.get(agent_name) or config_module.AgentConfig(name=agent_name, model=None))
+        agent = settings.find_agent(loaded, agent_name) if args.command == "run" else (
+            loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name, model=None))
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)

@@ -21,8 +21,8 @@ import trio
 
 from actors.events import Card, Choose
 from iota import __version__
+from iota.errors import EXIT_INTERRUPTED
 from ui.app import ChatApp
-from ui.cli import EXIT_INTERRUPTED
 
 
 
@@ -35,7 +35,8 @@ def run_interactive(args: argparse.Namespace) -> int:
 def _write_starter_if_first_run(args: argparse.Namespace) -> None:
     """The first run with no config anywhere writes the starter, and says so before the screen
     is taken over."""
-    from iota import paths, starter
+    from iota import paths
+    from iota.config import starter
 
     if args.config is None and not paths.user_config_path().exists() and \
             not paths.project_config_path(Path.cwd()).exists():
@@ -82,8 +83,8 @@ async def _choose_once(events: trio.MemorySendChannel, title: str, options: tupl
 
 def _load(args: argparse.Namespace, cleanup: ExitStack, choose):
     """Load the config and open the chat (in a worker thread, behind the first screen)."""
-    from iota import config
+    from iota.config import settings
     from ui.chat_parts import open_chat
 
-    loaded = config.load(Path.cwd(), args.config)
+    loaded = settings.load(Path.cwd(), args.config)
     return open_chat(args, loaded, cleanup, choose, config_warnings=loaded.warnings)

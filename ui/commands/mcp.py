@@ -7,7 +7,7 @@
     iota mcp remove <name>
 
 `add` and `remove` change the user config file (or the file given with -c), and only its
-`mcp_servers:` block (iota.mcp_config_file). `list` and `get` read what a run would load: the
+`mcp_servers:` block (iota.mcp.config_file). `list` and `get` read what a run would load: the
 user file with the project file over it, or the -c file alone. The changes apply from the next
 chat. Everything heavy is imported inside the command that runs.
 """
@@ -20,9 +20,7 @@ import sys
 from pathlib import Path
 
 from iota import paths
-from iota.errors import ConfigError
-
-EXIT_OK = 0
+from iota.errors import EXIT_OK, ConfigError
 
 
 def add_mcp_parser(commands: argparse._SubParsersAction) -> None:
@@ -75,7 +73,7 @@ def mcp_command(args: argparse.Namespace) -> int:
         return _add(args)
     if args.mcp_command == "remove":
         return _remove(args)
-    from ui.cli import load_config
+    from ui.commands.shared import load_config
 
     loaded = load_config(args)
     print(render_list(loaded) if args.mcp_command == "list" else render_server(loaded, args.name))
@@ -83,9 +81,10 @@ def mcp_command(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from iota import config, starter
-    from iota.mcp_config_file import add_server
-    from iota.mcp_servers import endpoint
+    from iota.config import settings
+    from iota.config import starter
+    from iota.mcp.config_file import add_server
+    from iota.mcp.servers import endpoint
 
     command = _split_after_name(args)
     entry = server_entry(command, args.url, args.header, args.env)
@@ -94,13 +93,13 @@ def _add(args: argparse.Namespace) -> int:
         print(starter.write_starter(path), file=sys.stderr)
     add_server(path, args.name, entry)
     kind = "HTTP" if args.url else "stdio"
-    shown = endpoint(config.McpServerConfig(name=args.name, **entry))
+    shown = endpoint(settings.McpServerConfig(name=args.name, **entry))
     print(f"Added MCP server {args.name} to {path} ({kind}: {shown}); it starts with the next chat")
     return EXIT_OK
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from iota.mcp_config_file import remove_server
+    from iota.mcp.config_file import remove_server
 
     path = Path(args.config) if args.config is not None else paths.user_config_path()
     remove_server(path, args.name)
@@ -143,7 +142,7 @@ def _pairs(flag: str, values: list[str]) -> dict[str, str]:
 
 
 def render_list(loaded) -> str:
-    from iota.mcp_servers import endpoint
+    from iota.mcp.servers import endpoint
 
     servers = loaded.mcp_servers
     if not servers:

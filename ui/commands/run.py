@@ -6,7 +6,7 @@ The flag rules live here, in one place, because they are the same for both comma
     --no-save with iota resume        --no-save cannot be combined with iota resume
     iota resume -m without an id      iota resume needs a session id with -m (the picker is interactive)
     no -m and no terminal             interactive mode requires a terminal; use -m/--message for piped input
-    -m or --no-save on a bot          refused (iota.bots.check_bot_run), as is an entry that cannot be a bot
+    -m or --no-save on a bot          refused (iota.bots.bot.check_bot_run), as is an entry that cannot be a bot
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from iota.errors import IotaError
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ui.cli import load_config
+    from ui.commands.shared import load_config
 
     resuming = args.command == "resume"
     if args.message is not None:
@@ -33,7 +33,7 @@ def run_command(args: argparse.Namespace) -> int:
         config = load_config(args, write_starter=True)
         if not resuming:
             _check_bot_flags(args, config)
-        from ui.headless import run_headless
+        from ui.commands.headless import run_headless
 
         return run_headless(args, config, message)
     if resuming and args.no_save:
@@ -45,8 +45,8 @@ def run_command(args: argparse.Namespace) -> int:
             _check_bot_flags(args, config)
         raise IotaError("interactive mode requires a terminal; use -m/--message for piped input")
     # In a terminal nothing heavy is imported before the first screen: the config is loaded,
-    # and a bot checked (iota.bots.check_bot_run / check_bot), behind it.
-    from ui.interactive import run_interactive
+    # and a bot checked (iota.bots.bot.check_bot_run / check_bot), behind it.
+    from ui.commands.interactive import run_interactive
 
     return run_interactive(args)
 
@@ -54,11 +54,11 @@ def run_command(args: argparse.Namespace) -> int:
 def _check_bot_flags(args: argparse.Namespace, config) -> None:
     """A bot refuses -m and --no-save, and an entry that cannot be a bot is refused, before
     anything else happens (and before any file of the bot's is created)."""
-    from iota import config as config_module
+    from iota.config import settings
 
-    agent = config_module.find_agent(config, args.agent)
+    agent = settings.find_agent(config, args.agent)
     if agent.mode != "bot":
         return
-    from iota import bots
+    from iota.bots import bot as bots
     bots.check_bot_run(agent.name, headless=args.message is not None, no_save=args.no_save)
-    bots.check_bot(agent, config_module.resolve_model(config, agent, args.model))
+    bots.check_bot(agent, settings.resolve_model(config, agent, args.model))

@@ -8,7 +8,7 @@
 Up and Down move, Enter answers with the option's index, a digit answers with that option at
 once, Esc answers None. The answer goes to `on_answer` exactly once; keys after it are ignored.
 
-The model's questions (ui.widgets_question) extend it: what picking a row does (`_pick`) and how
+The model's questions (ui.widgets.question) extend it: what picking a row does (`_pick`) and how
 a row reads (`_label`) are theirs to change.
 """
 

@@ -33,11 +33,11 @@ import urwid
 from actors.events import (Ask, Card, CancelInnermost, Choose, ErrorLine, Focus, Interrupt, Leave, Notice,
                            Panel, SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
-from ui.widgets_chooser import Chooser
-from ui.widgets_composer import Composer, SlashSuggestions
-from ui.widgets_question import QuestionForm
-from ui.widgets_status import StatusRow
-from ui.widgets_transcript import Transcript
+from ui.widgets.chooser import Chooser
+from ui.widgets.composer import Composer, SlashSuggestions
+from ui.widgets.question import QuestionForm
+from ui.widgets.status import StatusRow
+from ui.widgets.transcript import Transcript
 
 PROMPT = "❯ "
 

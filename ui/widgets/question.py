@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import urwid
 
 from iota.tools.ask import Answer, Question
-from ui.widgets_chooser import Chooser
+from ui.widgets.chooser import Chooser
 
 OTHER = "Other…"
 MULTI_HINT = "  Space selects · Enter confirms"

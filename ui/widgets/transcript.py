@@ -22,8 +22,8 @@ from __future__ import annotations
 import urwid
 
 from actors.events import Card, Panel, ToolEnded, ToolStarted
-from ui.widgets_card import CardWidget
-from ui.widgets_scroll import Scroller
+from ui.widgets.card import CardWidget
+from ui.widgets.scroll import Scroller
 
 GROUPED_KINDS = frozenset({"notice", "error"})
 INTERRUPTED = "(interrupted)"

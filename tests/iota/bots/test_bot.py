@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from iota import bots
-from iota.bots import (
+from iota.bots import bot as bots
+from iota.bots.bot import (
     BotStart,
     bot_session_ids,
     check_bot,
@@ -25,13 +25,13 @@ from iota.bots import (
     owning_bot,
     system_record_change,
 )
-from iota.config import AgentConfig, Config, ModelConfig, ProviderConfig, ResolvedModel, resolve_model
+from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, ResolvedModel, resolve_model
 from iota.errors import BotError, LockingUnsupported, SessionLocked
 from iota.messages import Message
 from iota.paths import bots_dir, sessions_dir
-from iota.session import Session, list_sessions, read_meta, render_meta, write_atomically
+from iota.sessions.bundle import Session, list_sessions, read_meta, render_meta, write_atomically
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROJECT = Path("/work/iota")
 NOW = datetime.fromisoformat("2026-10-02T09:00:00+00:00")
 
@@ -39,7 +39,7 @@ NOW = datetime.fromisoformat("2026-10-02T09:00:00+00:00")
 HOLDER = """
 import sys
 from pathlib import Path
-from iota import locking
+from iota.sessions import locking
 lock = locking.acquire(Path(sys.argv[1]), lambda pid: "refused")
 print("held", flush=True)
 sys.stdin.read()

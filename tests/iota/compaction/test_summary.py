@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from iota import compaction
-from iota.compaction import (
+from iota.compaction import summary as compaction
+from iota.compaction.summary import (
     FLUSH_NOTICE,
     Compacted,
     CompactionFailed,
@@ -24,10 +24,10 @@ from iota.compaction import (
     summarize,
     summary_request,
 )
-from iota.compaction_meter import go_value
+from iota.compaction.meter import go_value
 from iota.messages import Message, ToolCall, Usage
 from iota.providers import make_provider
-from iota.session import Session
+from iota.sessions.bundle import Session
 from tests.support.fake_model import fake_model  # noqa: F401  (the fixture)
 
 PREAMBLE = "[Earlier conversation summary]\n{}\n\n———\n\n"

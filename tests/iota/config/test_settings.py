@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from iota import config, starter
+from iota.config import settings
+from iota.config import starter
 from iota.errors import ConfigError, MissingAPIKey
 
 BASE = """\
@@ -36,13 +37,13 @@ def project(tmp_path):
 
 def load_user(fake_home, project, text):
     path = write(fake_home / ".iota.yaml", text)
-    return path, config.load(project)
+    return path, settings.load(project)
 
 
 def test_user_tier_then_project_tier_merged_by_whole_entry(fake_home, project):
     write(fake_home / ".iota.yaml", BASE + "  coder: {model: gpt, description: from user, mode: agent}\n")
     write(project / ".iota.yaml", "agents:\n  coder: {model: claude}\n")
-    loaded = config.load(project)
+    loaded = settings.load(project)
     assert loaded.user_file == fake_home / ".iota.yaml"
     assert loaded.project_file == project / ".iota.yaml"
     coder = loaded.agents["coder"]
@@ -54,21 +55,21 @@ def test_user_tier_then_project_tier_merged_by_whole_entry(fake_home, project):
 
 def test_yml_is_read_when_yaml_is_absent(fake_home, project):
     write(fake_home / ".iota.yml", BASE)
-    assert config.load(project).user_file == fake_home / ".iota.yml"
+    assert settings.load(project).user_file == fake_home / ".iota.yml"
 
 
 def test_explicit_file_is_read_alone(fake_home, project, tmp_path):
     write(fake_home / ".iota.yaml", BASE)
     write(project / ".iota.yaml", "agents:\n  other: {model: gpt}\n")
     explicit = write(tmp_path / "only.yaml", "providers:\n  p: {type: openai}\n")
-    loaded = config.load(project, explicit)
+    loaded = settings.load(project, explicit)
     assert loaded.files == [explicit]
     assert list(loaded.providers) == ["p"] and loaded.agents == {}
 
 
 def test_explicit_file_missing(project, tmp_path):
     with pytest.raises(ConfigError, match=r"^config .*nope.yaml: no such file$"):
-        config.load(project, tmp_path / "nope.yaml")
+        settings.load(project, tmp_path / "nope.yaml")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -103,7 +104,7 @@ def test_explicit_file_missing(project, tmp_path):
 def test_the_audit_names_file_and_coordinate(fake_home, project, text, message):
     path = write(fake_home / ".iota.yaml", text)
     with pytest.raises(ConfigError) as caught:
-        config.load(project)
+        settings.load(project)
     assert str(caught.value).startswith(f"config {path}: {message}")
     assert "\n" not in str(caught.value)
 
@@ -117,7 +118,7 @@ def test_yaml_11_booleans_are_accepted(fake_home, project):
 def test_a_file_that_is_not_yaml_is_skipped_with_a_warning(fake_home, project, text):
     write(fake_home / ".iota.yaml", BASE)
     bad = write(project / ".iota.yaml", text)
-    loaded = config.load(project)
+    loaded = settings.load(project)
     assert loaded.project_file is None and list(loaded.agents) == ["default"]
     assert len(loaded.warnings) == 1 and loaded.warnings[0].startswith(f"config {bad}: not valid YAML")
 
@@ -125,7 +126,7 @@ def test_a_file_that_is_not_yaml_is_skipped_with_a_warning(fake_home, project, t
 def test_an_unreadable_file_is_skipped_with_a_warning(fake_home, project):
     write(fake_home / ".iota.yaml", BASE)
     (project / ".iota.yaml").mkdir()  # a directory cannot be read as a file
-    loaded = config.load(project)
+    loaded = settings.load(project)
     assert loaded.warnings and "cannot be read" in loaded.warnings[0] and "skipped" in loaded.warnings[0]
 
 
@@ -146,7 +147,7 @@ def test_toolsets_presence_enables_false_disables(fake_home, project):
 @pytest.mark.parametrize("text, size", [("200k", 200_000), ("1m", 1_000_000), ("1.5m", 1_500_000),
                                         ("1b", 10**9), (32000, 32000), ("8.2k", 8200)])
 def test_sizes(text, size):
-    assert config.parse_size(text) == size
+    assert settings.parse_size(text) == size
 
 
 def test_format_size():
@@ -158,37 +159,37 @@ def test_format_size():
 def test_layered_parameters_agent_over_model_over_default(fake_home, project):
     _, loaded = load_user(fake_home, project, BASE + (
         "  a: {model: claude}\n  b: {model: claude, context_window: 64k, temperature: 0.1, effort: high}\n"))
-    a = config.resolve_model(loaded, loaded.agents["a"])
-    b = config.resolve_model(loaded, loaded.agents["b"])
-    default = config.resolve_model(loaded, loaded.agents["default"])
+    a = settings.resolve_model(loaded, loaded.agents["a"])
+    b = settings.resolve_model(loaded, loaded.agents["b"])
+    default = settings.resolve_model(loaded, loaded.agents["default"])
     assert (a.context_window, a.temperature, a.window_source) == (200_000, 0.5, "model")
     assert (b.context_window, b.temperature, b.effort, b.window_source) == (64_000, 0.1, "high", "agent")
     assert (default.context_window, default.window_source) == (128_000, "default")
-    direct = config.resolve_model(loaded, loaded.agents["default"], "an:claude-y")
+    direct = settings.resolve_model(loaded, loaded.agents["default"], "an:claude-y")
     assert (direct.provider.name, direct.id) == ("an", "claude-y")
 
 
 def test_unknown_agent_and_no_model(fake_home, project):
     _, loaded = load_user(fake_home, project, BASE + "  bare:\n")
     with pytest.raises(ConfigError, match='^unknown agent "x"\n  configured agents: default, bare$'):
-        config.find_agent(loaded, "x")
+        settings.find_agent(loaded, "x")
     with pytest.raises(ConfigError, match=re.escape("no model chosen: set agents.bare.model or pass -M")):
-        config.resolve_model(loaded, loaded.agents["bare"])
+        settings.resolve_model(loaded, loaded.agents["bare"])
 
 
 def test_api_key_environment_wins_then_config_then_error(fake_home, project, monkeypatch):
     _, loaded = load_user(fake_home, project, BASE)
-    assert config.api_key(loaded.providers["an"], project) == "sk-from-config"
+    assert settings.api_key(loaded.providers["an"], project) == "sk-from-config"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
-    assert config.api_key(loaded.providers["an"], project) == "sk-env"
+    assert settings.api_key(loaded.providers["an"], project) == "sk-env"
     with pytest.raises(MissingAPIKey, match=re.escape(
             "API key is required: set OPENAI_API_KEY or providers.oa.key in your config")):
-        config.api_key(loaded.providers["oa"], project)
+        settings.api_key(loaded.providers["oa"], project)
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     _, loaded = load_user(fake_home, project, "providers:\n  an: {type: anthropic}\n")
     with pytest.raises(MissingAPIKey, match=re.escape(
             "API key is required: set ANTHROPIC_API_KEY or providers.an.key in your config")):
-        config.api_key(loaded.providers["an"], project)
+        settings.api_key(loaded.providers["an"], project)
 
 
 def test_expansion(fake_home, project, monkeypatch):
@@ -196,21 +197,21 @@ def test_expansion(fake_home, project, monkeypatch):
     _, loaded = load_user(fake_home, project, (
         "providers:\n  oa: {type: openai, key: '${env:MY_KEY}', url: 'http://h/${cwd}${/}x'}\n"))
     provider = loaded.providers["oa"]
-    assert config.api_key(provider, project) == "secret"
-    assert config.base_url(provider, project) == f"http://h/{project}{os.sep}x"
-    assert config.expand("${userHome}|${appHome}|${workspaceFolder}", project) == (
+    assert settings.api_key(provider, project) == "secret"
+    assert settings.base_url(provider, project) == f"http://h/{project}{os.sep}x"
+    assert settings.expand("${userHome}|${appHome}|${workspaceFolder}", project) == (
         f"{fake_home}|{fake_home / '.iota'}|{project}")
     with pytest.raises(ConfigError, match="unknown variable"):
-        config.expand("${nope}", project)
+        settings.expand("${nope}", project)
 
 
 def test_starter_loads_runs_and_refuses_to_overwrite(fake_home, project):
     path = fake_home / ".iota.yaml"
     message = starter.write_starter(path)
     assert message == (f"Wrote {path} (a starter config: openai + gpt-5.2; edit it, or set OPENAI_API_KEY and go)")
-    loaded = config.load(project)
+    loaded = settings.load(project)
     assert {"default", "coder"} <= set(loaded.agents)
-    assert config.resolve_model(loaded, loaded.agents["default"]).provider.type == "openai"
+    assert settings.resolve_model(loaded, loaded.agents["default"]).provider.type == "openai"
     before = path.read_text()
     with pytest.raises(ConfigError, match="already exists"):
         starter.write_starter(path)
@@ -220,8 +221,8 @@ def test_starter_loads_runs_and_refuses_to_overwrite(fake_home, project):
 def test_starter_prefers_anthropic_when_only_its_key_is_set(fake_home, project, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk")
     assert "anthropic + claude" in starter.write_starter(fake_home / ".iota.yaml")
-    loaded = config.load(project)
-    assert config.resolve_model(loaded, loaded.agents["default"]).provider.type == "anthropic"
+    loaded = settings.load(project)
+    assert settings.resolve_model(loaded, loaded.agents["default"]).provider.type == "anthropic"
 
 
 def test_starter_bot_entry_uncomments_into_a_bot(fake_home, project):
@@ -229,7 +230,7 @@ def test_starter_bot_entry_uncomments_into_a_bot(fake_home, project):
     assert "  # helper:\n  #   mode: bot" in text
     uncommented = re.sub(r"^  # (  |helper)", lambda m: "  " + m.group(1), text, flags=re.M)
     write(fake_home / ".iota.yaml", uncommented)
-    bot = config.load(project).agents["helper"]
+    bot = settings.load(project).agents["helper"]
     assert bot.mode == "bot"
     assert bot.tools.code.auto_write is True
     assert (bot.tools.shell.sandbox, bot.tools.shell.auto_run) == ("auto", True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from iota import config
+from iota.config import settings
 from iota.errors import ConfigError
-from iota.mcp_config_file import add_server, remove_server
+from iota.mcp.config_file import add_server, remove_server
 from ui.cli import main
 
 HEAD = """\
@@ -48,7 +48,7 @@ def write(tmp_path, text: str):
 
 
 def servers(path):
-    return config.load(path.parent, path).mcp_servers
+    return settings.load(path.parent, path).mcp_servers
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -111,7 +111,7 @@ def test_values_are_quoted_only_when_yaml_needs_it_and_read_back_as_given(tmp_pa
     add_server(path, "odd", {"command": "npx", "args": args, "env": {"DEBUG": "true", "KEY": "${env:KEY}"}})
     assert path.read_text().splitlines()[3] == (
         '    args: [-y, "@scope/server-x", "--root=/tmp/a b", "yes", "1.5", "${cwd}", "a: b", "[x]", "#tag", ""]')
-    loaded = config.McpServerConfig(name="odd", command="npx", args=tuple(args), env={"DEBUG": "true", "KEY": "${env:KEY}"})
+    loaded = settings.McpServerConfig(name="odd", command="npx", args=tuple(args), env={"DEBUG": "true", "KEY": "${env:KEY}"})
     assert servers(path)["odd"] == loaded
 
 
@@ -232,5 +232,5 @@ def test_add_with_no_config_anywhere_writes_the_starter_first(fake_home, capsys)
     status, _, err = run(capsys, "mcp", "add", "time", "--", "uvx", "mcp-server-time")
     assert status == 0
     assert err.startswith(f"Wrote {fake_home / '.iota.yaml'} (a starter config")
-    loaded = config.load(fake_home)
+    loaded = settings.load(fake_home)
     assert "default" in loaded.agents and loaded.mcp_servers["time"].args == ("mcp-server-time",)

@@ -17,14 +17,15 @@ import mcp_types
 import pytest
 import trio
 
-from iota import config, mcp_hub
+from iota.config import settings
+from iota.mcp import hub as mcp_hub
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import prepare_chat
-from iota.config import AgentConfig, McpServerConfig
+from iota.config.settings import AgentConfig, McpServerConfig
 from iota.errors import ConfigError
-from iota.mcp_hub import open_mcp
-from iota.mcp_servers import server_from_flag, servers_for_run
-from iota.mcp_tool import result_text
+from iota.mcp.hub import open_mcp
+from iota.mcp.servers import server_from_flag, servers_for_run
+from iota.mcp.tool import result_text
 from iota.messages import TOOL, USER, Message
 from iota.tools.base import Toolbox
 from tests.support.fake_model import fake_model, tool_call  # noqa: F401  (the fixture)
@@ -58,10 +59,10 @@ async def until(condition) -> None:
 
 
 def test_importing_the_mcp_modules_does_not_import_the_sdk():
-    code = ("import sys, iota.chat, iota.mcp_hub, iota.mcp_tool, iota.mcp_servers, iota.mcp_config_file, "
-            "ui.mcp_command, ui.cli; print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
+    code = ("import sys, iota.chat, iota.mcp.hub, iota.mcp.tool, iota.mcp.servers, iota.mcp.config_file, "
+            "ui.commands.mcp, ui.cli; print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parents[2])
+                         cwd=Path(__file__).parents[3])
     assert out.stdout.strip() == "[]"
 
 
@@ -214,7 +215,7 @@ async def test_no_server_process_outlives_a_hub_left_while_the_server_is_still_s
 
 
 def test_an_agent_picks_its_servers_and_mcp_flags_add_more():
-    loaded = config.Config(mcp_servers={name: McpServerConfig(name=name, command=name) for name in ("a", "b", "time")})
+    loaded = settings.Config(mcp_servers={name: McpServerConfig(name=name, command=name) for name in ("a", "b", "time")})
 
     def names(agent, flags=()):
         return [server.name for server in servers_for_run(loaded, agent, list(flags))]
@@ -231,7 +232,7 @@ def test_an_agent_naming_an_undefined_server_fails_the_config_load(tmp_path):
     path.write_text("providers: {oa: {type: openai}}\nagents:\n  default: {model: oa:x, mcp_servers: [nope]}\n"
                     "mcp_servers:\n  time: {command: uvx}\n")
     with pytest.raises(ConfigError, match=r'agents.default.mcp_servers: unknown MCP server "nope" \(configured: time\)'):
-        config.load(tmp_path, path)
+        settings.load(tmp_path, path)
 
 
 @pytest.mark.parametrize(("flag", "name", "command", "args", "url"), [
@@ -274,7 +275,7 @@ async def test_a_headless_chat_opens_with_its_servers_ready_and_their_warnings_n
     path.write_text("providers: {oa: {type: openai}}\n"
                     "agents:\n  default: {model: oa:x}\n  plain: {model: oa:x, mcp_servers: []}\n"
                     f"mcp_servers:\n  echo: {{url: '{http_server.url}'}}\n  broken: {{command: no-such-mcp-server}}\n")
-    loaded = config.load(tmp_path, path)
+    loaded = settings.load(tmp_path, path)
     setup = prepare_chat(loaded, loaded.agents["default"], tmp_path, interactive=False)
     async with setup.open_tools() as toolbox:
         assert "mcp__echo__echo" in [tool.name for tool in toolbox]
@@ -291,7 +292,7 @@ async def test_the_model_is_offered_the_servers_tools_and_a_call_reaches_the_ser
     path = tmp_path / "iota.yaml"
     path.write_text(f"providers: {{fake: {{type: openai, key: k, url: '{fake_model.openai_url}'}}}}\n"
                     f"agents: {{default: {{model: 'fake:m'}}}}\nmcp_servers: {{echo: {{url: '{http_server.url}'}}}}\n")
-    loaded = config.load(tmp_path, path)
+    loaded = settings.load(tmp_path, path)
     setup = prepare_chat(loaded, loaded.agents["default"], tmp_path, interactive=False)
     fake_model.reply(tool_calls=[tool_call("mcp__echo__echo", {"text": "over the wire"}, id="c1")])
     fake_model.reply("Done.")

@@ -3,10 +3,10 @@ defanging `</memory`, and the over-cap, foreign and unreadable files."""
 
 from __future__ import annotations
 
-from iota.memory import MEMORY_CAP
-from iota.memory_block import MEMORY_PREAMBLE, defang
-from iota.memory_file import memory_block
-from tests.iota.test_memory import EXAMPLE, body_of, file_of
+from iota.memory.document import MEMORY_CAP
+from iota.memory.block import MEMORY_PREAMBLE, defang
+from iota.memory.file import memory_block
+from tests.iota.memory.test_document import EXAMPLE, body_of, file_of
 
 
 def block_of(tmp_path, text: str | bytes, project: str | None = "iota", bot: str = "coder"):

@@ -1,12 +1,12 @@
 """MEMORY.md as a document: its three edits, where lines go, the front matter, the caps, and the
-duplicate and secret refusals. The file on disk is tested in test_memory_file.py, the prompt block
-in test_memory_block.py."""
+duplicate and secret refusals. The file on disk is tested in test_file.py, the prompt block
+in test_block.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from iota.memory import (
+from iota.memory.document import (
     MEMORY_CAP,
     Add,
     MemoryRefusal,

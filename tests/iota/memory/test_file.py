@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from iota import memory_file
-from iota.memory import MEMORY_CAP, Add, MemoryRefusal, Remove, Replace
-from iota.memory_file import MemoryFile, ensure_memory
-from tests.iota.test_memory import body_of, file_of
+from iota.memory import file as memory_file
+from iota.memory.document import MEMORY_CAP, Add, MemoryRefusal, Remove, Replace
+from iota.memory.file import MemoryFile, ensure_memory
+from tests.iota.memory.test_document import body_of, file_of
 
 
 DAY = datetime.date(2026, 9, 30)

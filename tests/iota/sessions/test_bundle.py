@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from iota import session as session_module
-from iota import session_log
+from iota.sessions import bundle as session_module
+from iota.sessions import log as session_log
 from iota.errors import AmbiguousSession, SessionError, SessionLocked, SessionNotFound
 from iota.messages import Message, ToolCall, Usage
 from iota.paths import project_sessions_dir, sessions_dir
-from iota.session import (
+from iota.sessions.bundle import (
     Session,
     SessionInfo,
     format_session_list,
@@ -27,7 +27,7 @@ from iota.session import (
     render_meta,
     resolve_session,
 )
-from iota.session_log import INTERRUPTED_RESULT, LINE_CAP, repair_tail
+from iota.sessions.log import INTERRUPTED_RESULT, LINE_CAP, repair_tail
 
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d")
 PREAMBLE = "[Earlier conversation summary]\n{}\n\n———\n\n"

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from iota import locking
+from iota.sessions import locking
 from iota.errors import LockingUnsupported, SessionError, SessionLocked
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
-# Takes the lock through iota.locking, so it writes its pid like any iota process.
+# Takes the lock through iota.sessions.locking, so it writes its pid like any iota process.
 IOTA_HOLDER = """
 import sys
 from pathlib import Path
-from iota import locking
+from iota.sessions import locking
 lock = locking.acquire(Path(sys.argv[1]), lambda pid: "refused")
 print("held", flush=True)
 sys.stdin.read()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iota import config as config_module
+from iota.config import settings
 from iota.chat import prepare_chat
 from iota.tools.ask import (CHOOSE_PARAMETERS, DECLINED_TO_ANSWER, Answer, ChooseTool, ConfirmTool, Question,
                             ask_tools)
@@ -160,8 +160,8 @@ def project(tmp_path: Path) -> Path:
 ])
 async def test_the_ask_tools_join_interactive_chats_that_have_a_way_to_ask(project, agent, interactive, asker,
                                                                          offered):
-    loaded = config_module.load(project)
-    setup = prepare_chat(loaded, config_module.find_agent(loaded, agent), project, interactive=interactive)
+    loaded = settings.load(project)
+    setup = prepare_chat(loaded, settings.find_agent(loaded, agent), project, interactive=interactive)
     setup.asker = FakeAsker() if asker else None
     async with setup.open_tools() as tools:
         names = {spec.name for spec in setup.request([], tools).tools}

@@ -13,7 +13,7 @@ import trio
 
 from iota.tools import code_read, code_set, code_write
 from iota.tools.base import Toolbox, ToolResult
-from iota.config_audit import READ_ONLY_AUTO_WRITE
+from iota.config.audit import READ_ONLY_AUTO_WRITE
 from iota.tools.code import code_tools
 from iota.tools.code_walk import GitIgnore, glob_regex
 

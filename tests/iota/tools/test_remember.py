@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from iota.memory import MEMORY_CAP
-from iota.memory_file import MemoryFile, ensure_memory
+from iota.memory.document import MEMORY_CAP
+from iota.memory.file import MemoryFile, ensure_memory
 from iota.tools.base import Toolbox
 from iota.tools.remember import Remember
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from iota.config_audit import check_sandbox_mode
+from iota.config.audit import check_sandbox_mode
 from iota.tools.sandbox import (
     Sandbox,
     SandboxUnavailable,

@@ -7,8 +7,8 @@ import urwid
 
 from actors.events import Ask, Choose, Interrupt, TurnEnded
 from iota.tools.ask import Answer, Question
-from ui.widgets import ChatLayout
-from ui.widgets_question import QuestionForm
+from ui.widgets.layout import ChatLayout
+from ui.widgets.question import QuestionForm
 
 DATABASE = Question("Which database?", ("PostgreSQL", "SQLite"))
 CHECKS = Question("Which checks?", ("lint", "tests", "bench"), multi=True)

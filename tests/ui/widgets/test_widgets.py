@@ -10,13 +10,13 @@ from actors.events import (Card, CancelInnermost, Choose, ErrorLine, Interrupt, 
                            SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
 from ui import theme
-from ui.widgets import ChatLayout
-from ui.widgets_card import CardWidget, card_lines, text_of, truncate_middle
-from ui.widgets_chooser import Chooser
-from ui.widgets_scroll import Scroller
+from ui.widgets.layout import ChatLayout
+from ui.widgets.card import CardWidget, card_lines, text_of, truncate_middle
+from ui.widgets.chooser import Chooser
+from ui.widgets.scroll import Scroller
 from iota.text import format_elapsed, format_size
-from ui.widgets_status import StatusRow, status_text
-from ui.widgets_transcript import Transcript
+from ui.widgets.status import StatusRow, status_text
+from ui.widgets.transcript import Transcript
 
 ID = "01hq3z8a9b2c"
 LONG = "/Volumes/build/agents/workspaces/2026-09/a-project-with-a-very-long-name/packages/cli"
@@ -465,7 +465,7 @@ def test_no_color_is_requested_by_a_non_empty_no_color():
 
 def test_focus_reports_become_focus_inputs():
     from actors.events import Focus
-    from ui.widgets import ChatLayout
+    from ui.widgets.layout import ChatLayout
 
     sent = []
     layout = ChatLayout(home="/home/x", clock=lambda: 0.0, on_input=sent.append, on_answer=lambda c, i: None)
@@ -476,7 +476,7 @@ def test_focus_reports_become_focus_inputs():
 
 def test_the_chat_card_replaces_the_first_screen_card():
     from actors.events import Card
-    from ui.widgets_transcript import Transcript
+    from ui.widgets.transcript import Transcript
 
     transcript = Transcript(home="/home/x")
     transcript.add_card(Card(version="0.1.0", mode="", session="starting…", host=None, directory="/work/p"))
