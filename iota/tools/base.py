@@ -43,6 +43,11 @@ class Tool:
         """The label to ask about (`edit_file src/a.py`) when this call needs a yes, else None."""
         return None
 
+    def approval_detail(self, args: dict[str, Any]) -> str:
+        """The whole of what a yes approves, shown before the person decides: the full command
+        line, the diff of an edit, the content of a new file. "" when the label says it all."""
+        return ""
+
     def target(self, args: dict[str, Any]) -> str:
         """A short description of what the call acts on, for the transcript."""
         return ""
