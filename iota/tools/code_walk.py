@@ -7,14 +7,22 @@ filter and the root `.gitignore` all use it, so a pattern means the same thing e
 
 Only the root `.gitignore` is honoured (nested ones and git's global excludes are not), and it
 is read again on every call so an edit to it applies at once. `.git` is skipped at any depth.
+The walk goes through directory descriptors from the jail (`code_paths`) and follows no link.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from iota.tools.base import ToolError
+from iota.tools.code_paths import DIRECTORY_FLAGS, Jail, Target
+
+# Rules past this much of a `.gitignore` are not read (one of that size is not a real one).
+GITIGNORE_MAX_BYTES = 1024 * 1024
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -100,12 +108,14 @@ class GitIgnore:
                 continue  # git ignores a line it cannot parse, and so do we
 
     @classmethod
-    def of_root(cls, root: str) -> GitIgnore:
+    def of_root(cls, jail: Jail) -> GitIgnore:
+        """The root's `.gitignore`, read through the jail: a FIFO there, or a link out of the
+        project, counts as no `.gitignore` rather than hanging or leaking every walk."""
         try:
-            with open(os.path.join(root, ".gitignore"), encoding="utf-8", errors="replace") as file:
-                return cls(file.read())
-        except OSError:
+            data, _ = jail.read(jail.locate(".gitignore"), GITIGNORE_MAX_BYTES)
+        except (OSError, ToolError):
             return cls()
+        return cls(data.decode(errors="replace"))
 
     def ignores(self, rel: str, is_dir: bool) -> bool:
         """Whether the root-relative path `rel` (with `/` separators) is ignored."""
@@ -117,54 +127,89 @@ class GitIgnore:
         return False
 
 
-def relative_to(root: str, path: str) -> str:
-    """`path` relative to `root` with `/` separators, or "" for the root itself."""
-    rel = os.path.relpath(path, root)
-    return "" if rel == "." else rel.replace(os.sep, "/")
+@dataclass(frozen=True)
+class Found:
+    """One entry of a walk. `stat` is the entry's own (a link is not followed); `dir_fd` is its
+    directory, open only while the walk stands at this entry, for reading it without a lookup
+    by name from the root."""
+
+    name: str
+    rel: str  # root-relative, with `/` separators
+    stat: os.stat_result
+    dir_fd: int
+
+    @property
+    def is_link(self) -> bool:
+        return stat.S_ISLNK(self.stat.st_mode)
 
 
-def _visible(ignore: GitIgnore, directory: str, rel_dir: str) -> list[tuple[os.DirEntry[str], str, bool]]:
-    """The entries of one directory in name order, as (entry, root-relative path, is a directory),
+def _visible(ignore: GitIgnore, dir_fd: int, rel_dir: str) -> list[tuple[str, str, os.stat_result]]:
+    """The entries of one open directory in name order, as (name, root-relative path, lstat),
     without `.git` and what `.gitignore` ignores."""
-    with os.scandir(directory) as scan:
-        entries = sorted(scan, key=lambda entry: entry.name)
+    with os.scandir(dir_fd) as scan:
+        names = sorted(entry.name for entry in scan)
     visible = []
-    for entry in entries:
-        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+    for name in names:
+        rel = f"{rel_dir}/{name}" if rel_dir else name
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            seen = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
-            continue
-        if entry.name != ".git" and not ignore.ignores(rel, is_dir):
-            visible.append((entry, rel, is_dir))
+            continue  # gone since the scan
+        if name != ".git" and not ignore.ignores(rel, stat.S_ISDIR(seen.st_mode)):
+            visible.append((name, rel, seen))
     return visible
 
 
-def walk_files(root: str, base: str) -> Iterator[tuple[os.DirEntry[str], str]]:
-    """Every file under `base` (a directory inside `root`), depth first in name order, as
-    (entry, root-relative path).
+def walk_files(jail: Jail, base: Target) -> Iterator[Found]:
+    """Every regular file and link under `base` (a directory inside the root), depth first in
+    name order. FIFOs, sockets and devices are not yielded.
 
-    `.git` and the directories `.gitignore` ignores are not entered, but `base` itself always is:
-    a search the model points into an ignored directory on purpose is honoured. Links are not
-    followed; a link is yielded like a file. Unreadable directories are skipped quietly.
+    The walk goes by directory descriptors and never follows a link, so a link to `/` or to the
+    home directory is one entry, not a way out, and a cycle of links is no cycle. `.git` and the
+    directories `.gitignore` ignores are not entered, but `base` itself always is: a search the
+    model points into an ignored directory on purpose is honoured. Unreadable directories, and
+    one swapped for a link while the walk runs, are skipped quietly.
     """
-    ignore = GitIgnore.of_root(root)
+    ignore = GitIgnore.of_root(jail)
 
-    def walk(directory: str, rel_dir: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+    def walk(dir_fd: int, rel_dir: str) -> Iterator[Found]:
         try:
-            visible = _visible(ignore, directory, rel_dir)
+            visible = _visible(ignore, dir_fd, rel_dir)
         except OSError:
             return
-        for entry, rel, is_dir in visible:
-            if is_dir:
-                yield from walk(entry.path, rel)
-            else:
-                yield entry, rel
+        for name, rel, seen in visible:
+            if stat.S_ISDIR(seen.st_mode):
+                try:
+                    child = os.open(name, DIRECTORY_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    continue
+                try:
+                    yield from walk(child, rel)
+                finally:
+                    os.close(child)
+            elif stat.S_ISREG(seen.st_mode) or stat.S_ISLNK(seen.st_mode):
+                yield Found(name, rel, seen, dir_fd)
 
-    return walk(base, relative_to(root, base))
+    try:
+        base_fd = jail.open_directory(base)
+    except OSError:
+        return
+    try:
+        yield from walk(base_fd, _relative(base))
+    finally:
+        os.close(base_fd)
 
 
-def listing(root: str, directory: str) -> list[tuple[os.DirEntry[str], bool]]:
-    """One directory level as (entry, is a directory), filtered like the walk."""
-    visible = _visible(GitIgnore.of_root(root), directory, relative_to(root, directory))
-    return [(entry, is_dir) for entry, _, is_dir in visible]
+def listing(jail: Jail, directory: Target) -> list[tuple[str, os.stat_result]]:
+    """One directory level as (name, lstat), filtered like the walk; OSError if it cannot be opened."""
+    dir_fd = jail.open_directory(directory)
+    try:
+        visible = _visible(GitIgnore.of_root(jail), dir_fd, _relative(directory))
+    finally:
+        os.close(dir_fd)
+    return [(name, seen) for name, _, seen in visible]
+
+
+def _relative(target: Target) -> str:
+    """A target's root-relative path with `/` separators, or "" for the root itself."""
+    return "" if target.shown == "." else target.shown.replace(os.sep, "/")

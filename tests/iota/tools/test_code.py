@@ -194,18 +194,24 @@ async def test_an_empty_path_is_a_missing_argument(box, name):
     assert await refused(box, "read_file") == "missing required argument: path"
 
 
-async def test_symlinks_are_not_resolved(tmp_path, root, box):
+async def test_paths_are_judged_after_resolving_symlinks(tmp_path, root, box):
     elsewhere = write(tmp_path / "elsewhere" / "f.txt", "outside\n")
     (root / "link").symlink_to(elsewhere.parent)
-    # Lexically inside the root, so it is served even though the link leads out.
-    assert await ok(box, "read_file", path="link/f.txt") == "     1\toutside"
-    # A root reached through a link is that root, not its target.
+    # Lexically inside the root, but the link leads out: refused, and the message says why.
+    assert await refused(box, "read_file", path="link/f.txt") == (
+        f"path is outside the project root ({root}): link/f.txt (a symlink leads to {elsewhere})")
+    # A link that stays inside is followed, and the real file is what results name.
+    write(root / "src" / "a.txt", "a\n")
+    (root / "alias.txt").symlink_to("src/a.txt")
+    assert await ok(box, "read_file", path="alias.txt") == "     1\ta"
+    assert code_tools(root)[3].target({"path": "alias.txt"}) == "src/a.txt"
+    # A root reached through a link is that root: its own paths and the real ones both lead in.
     (tmp_path / "alias").symlink_to(root)
-    write(root / "a.txt", "a\n")
     aliased = Toolbox(code_tools(tmp_path / "alias"))
-    assert await ok(aliased, "read_file", path=str(tmp_path / "alias" / "a.txt")) == "     1\ta"
-    message = await refused(aliased, "read_file", path=str(root / "a.txt"))
-    assert message.startswith(f"path is outside the project root ({tmp_path / 'alias'}): ")
+    assert await ok(aliased, "read_file", path=str(tmp_path / "alias" / "src" / "a.txt")) == "     1\ta"
+    assert await ok(aliased, "read_file", path=str(root / "src" / "a.txt")) == "     1\ta"
+    message = await refused(aliased, "read_file", path="../elsewhere/f.txt")
+    assert message == f"path is outside the project root ({tmp_path / 'alias'}): ../elsewhere/f.txt"
 
 
 # ---- read_file ----
