@@ -63,6 +63,8 @@ class Jail:
         cleaned = arg.strip()
         if not cleaned:
             raise ToolError("missing required argument: path")
+        if "\0" in cleaned:
+            raise ToolError(f"path contains a NUL byte: {cleaned!r}")
         lexical = os.path.normpath(os.path.join(self.root, cleaned))
         real = os.path.realpath(lexical)
         if not _within(self.real_root, real):
@@ -78,7 +80,9 @@ class Jail:
         hooks and config, git takes code to run from more places inside a `.git` (`commondir`
         points it at another config, a nested repository has its own config), and a `.git` file
         says where the git directory is."""
-        if ".git" in target.parts or is_protected(target.path, protected_paths(self.real_root)):
+        # Case folded, for the filesystems (macOS, Windows shares) where `.GIT` is `.git`.
+        inside_git = any(part.casefold() == ".git" for part in target.parts)
+        if inside_git or is_protected(target.path, protected_paths(self.real_root)):
             raise ToolError(
                 f"{target.shown} is protected: the code tools never write inside .git, "
                 "the project's .iota.yaml or ~/.iota — ask the user to change it"
@@ -95,8 +99,7 @@ class Jail:
     def open_file(self, target: Target, flags: int, mode: int = 0o644) -> int:
         """`target` opened with `flags` (a mode, O_CREAT…), refusing a link at any component.
 
-        Without O_CREAT the file must be a regular one: anything else raises NotRegular, and
-        is never opened when the lstat already shows it."""
+        Without O_CREAT the file must be a regular one: see `open_regular_at`."""
         parent = self._descend(target.parts[:-1], make=False)
         try:
             return open_regular_at(parent, target.parts[-1], flags, mode)
@@ -116,35 +119,44 @@ class Jail:
                         os.mkdir(name, dir_fd=fd)
                     except FileExistsError:
                         pass  # a directory already, or something the open below refuses
-                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+                child = _open_directory_at(fd, name)
             finally:
                 os.close(fd)
             fd = child
         return fd
 
 
-class NotRegular(OSError):
-    """The name is a directory, FIFO, socket or device: nothing a code tool reads or writes."""
-
-    def __init__(self, mode: int):
-        super().__init__(errno.EISDIR if stat.S_ISDIR(mode) else errno.ENXIO, "not a regular file")
-        self.is_directory = stat.S_ISDIR(mode)
+def _open_directory_at(dir_fd: int, name: str) -> int:
+    """The directory `name` in `dir_fd`. A link there fails with ELOOP: Linux says ENOTDIR for
+    O_DIRECTORY with O_NOFOLLOW, which would tell the model the wrong story."""
+    try:
+        return os.open(name, DIRECTORY_FLAGS, dir_fd=dir_fd)
+    except NotADirectoryError:
+        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+        raise
 
 
 def open_regular_at(dir_fd: int, name: str, flags: int, mode: int = 0o644) -> int:
-    """The regular file `name` in the directory `dir_fd`, opened with `flags`; NotRegular for
-    any other kind of file, OSError as the open fails (ELOOP for a link)."""
+    """The regular file `name` in the directory `dir_fd`, opened with `flags`.
+
+    Anything else fails as the kernel fails an open of a socket: OSError ENXIO (EISDIR for a
+    directory), and, when the lstat already shows it, without being opened at all. A link
+    fails with ELOOP."""
     if not flags & os.O_CREAT:
-        # A link is left to the open, which refuses it with ELOOP.
         before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-        if not stat.S_ISREG(before) and not stat.S_ISLNK(before):
-            raise NotRegular(before)
+        if not stat.S_ISREG(before) and not stat.S_ISLNK(before):  # a link is left to the open
+            raise _not_regular(before)
     fd = os.open(name, flags | FILE_FLAGS, mode, dir_fd=dir_fd)
     opened = os.fstat(fd).st_mode
     if not stat.S_ISREG(opened):
         os.close(fd)
-        raise NotRegular(opened)
+        raise _not_regular(opened)
     return fd
+
+
+def _not_regular(mode: int) -> OSError:
+    return OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.ENXIO, "not a regular file")
 
 
 def read_prefix(fd: int, limit: int) -> tuple[bytes, os.stat_result]:
@@ -156,12 +168,9 @@ def read_prefix(fd: int, limit: int) -> tuple[bytes, os.stat_result]:
 def open_failure(verb: str, shown: str, error: OSError) -> ToolError:
     """The one-line refusal for a failed open: `src is a directory`, `pipe is not a regular
     file`, or `cannot read a.txt: No such file or directory`."""
-    if isinstance(error, NotRegular):
-        kind = "a directory" if error.is_directory else "not a regular file"
-        return ToolError(f"{shown} is {kind}")
     if error.errno == errno.EISDIR:
         return ToolError(f"{shown} is a directory")
-    if error.errno == errno.ENXIO:  # a socket, or a FIFO without a reader opened for writing
+    if error.errno == errno.ENXIO:  # a socket, FIFO or device (see open_regular_at)
         return ToolError(f"{shown} is not a regular file")
     return ToolError(f"cannot {verb} {shown}: {error.strerror}")
 

@@ -56,5 +56,13 @@ def _submodule_gitdirs(git: str) -> list[str]:
 
 
 def is_protected(path: str, protected: Iterable[str]) -> bool:
-    """Whether the real path `path` is one of `protected` or lies under one."""
-    return any(path == place or path.startswith(place.rstrip(os.sep) + os.sep) for place in protected)
+    """Whether the real path `path` is one of `protected` or lies under one.
+
+    Case folded, for the filesystems (macOS, Windows shares) where `.IOTA.yaml` is `.iota.yaml`;
+    on the others the cost is refusing a name that merely looks like a protected one."""
+    folded = path.casefold()
+    for place in protected:
+        place = place.casefold()
+        if folded == place or folded.startswith(place.rstrip(os.sep) + os.sep):
+            return True
+    return False
