@@ -108,7 +108,9 @@ class Jail:
 
     def read(self, target: Target, limit: int) -> tuple[bytes, os.stat_result]:
         """The first `limit` bytes of the regular file `target`, and its stat."""
-        return read_prefix(self.open_file(target, os.O_RDONLY), limit)
+        fd = self.open_file(target, os.O_RDONLY)
+        seen = os.fstat(fd)
+        return read_prefix(fd, limit), seen
 
     def _descend(self, names: list[str], *, make: bool) -> int:
         fd = os.open(self.real_root, DIRECTORY_FLAGS)
@@ -137,13 +139,14 @@ def _open_directory_at(dir_fd: int, name: str) -> int:
         raise
 
 
-def open_regular_at(dir_fd: int, name: str, flags: int, mode: int = 0o644) -> int:
+def open_regular_at(dir_fd: int, name: str, flags: int, mode: int = 0o644, *, seen_regular: bool = False) -> int:
     """The regular file `name` in the directory `dir_fd`, opened with `flags`.
 
     Anything else fails as the kernel fails an open of a socket: OSError ENXIO (EISDIR for a
-    directory), and, when the lstat already shows it, without being opened at all. A link
-    fails with ELOOP."""
-    if not flags & os.O_CREAT:
+    directory), and, when an lstat already shows it, without being opened at all. A link fails
+    with ELOOP. `seen_regular` says the caller's own scan already saw a regular file there (a
+    walk), so only the check after the open is left to do."""
+    if not flags & os.O_CREAT and not seen_regular:
         before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
         if not stat.S_ISREG(before) and not stat.S_ISLNK(before):  # a link is left to the open
             raise _not_regular(before)
@@ -159,10 +162,10 @@ def _not_regular(mode: int) -> OSError:
     return OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.ENXIO, "not a regular file")
 
 
-def read_prefix(fd: int, limit: int) -> tuple[bytes, os.stat_result]:
-    """The first `limit` bytes of the file open as `fd`, and its stat; closes `fd`."""
+def read_prefix(fd: int, limit: int) -> bytes:
+    """The first `limit` bytes of the file open as `fd`; closes `fd`."""
     with open(fd, "rb") as file:
-        return file.read(limit), os.fstat(fd)
+        return file.read(limit)
 
 
 def open_failure(verb: str, shown: str, error: OSError) -> ToolError:

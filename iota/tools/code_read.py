@@ -98,7 +98,11 @@ class Glob(Reader):
         hits: list[tuple[int, str]] = []
         for found in walk_files(self.code, base):
             if regex.match(found.rel):
-                hits.append((found.stat.st_mtime_ns, found.rel))
+                try:
+                    mtime = found.stat().st_mtime_ns
+                except OSError:
+                    mtime = 0
+                hits.append((mtime, found.rel))
                 if len(hits) >= GLOB_CANDIDATES:
                     break
         if not hits:
@@ -195,11 +199,13 @@ class Grep(Reader):
 def _searchable_lines(found: Found) -> list[str] | None:
     """A file's lines for grep, or None for one it skips: a link (grep reads no file through
     one, like ripgrep), too big, binary or unreadable."""
-    if found.is_link or found.stat.st_size > GREP_MAX_FILE_BYTES:
+    if found.is_link:
         return None
     try:
-        fd = open_regular_at(found.dir_fd, found.name, os.O_RDONLY)
-        data, _ = read_prefix(fd, GREP_MAX_FILE_BYTES)
+        if found.stat().st_size > GREP_MAX_FILE_BYTES:
+            return None
+        fd = open_regular_at(found.dir_fd, found.name, os.O_RDONLY, seen_regular=True)
+        data = read_prefix(fd, GREP_MAX_FILE_BYTES)
     except OSError:
         return None
     if looks_binary(data):
@@ -253,11 +259,13 @@ class ListDir(Reader):
         return ToolResult(text)
 
 
-def _entry_row(name: str, seen: os.stat_result) -> str:
+def _entry_row(name: str, seen: os.stat_result | None) -> str:
     """`src/`, `a.py (1.2 KB)`, or `pipe (fifo)` for what is neither file nor directory.
 
     A link shows its own size, and a link to a directory is not listed as one: links are not
     followed."""
+    if seen is None:
+        return name  # gone since the scan
     mode = seen.st_mode
     if stat.S_ISDIR(mode):
         return f"{name}/"

@@ -129,34 +129,40 @@ class GitIgnore:
 
 @dataclass(frozen=True)
 class Found:
-    """One entry of a walk. `stat` is the entry's own (a link is not followed); `dir_fd` is its
-    directory, open only while the walk stands at this entry, for reading it without a lookup
-    by name from the root."""
+    """One file or link a walk found. `dir_fd` is its directory, open only while the walk
+    stands at this entry: it is what the file is opened relative to, never its whole name."""
 
-    name: str
+    entry: os.DirEntry[str]  # from a scan of `dir_fd`: its type needs no system call
     rel: str  # root-relative, with `/` separators
-    stat: os.stat_result
     dir_fd: int
 
     @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
     def is_link(self) -> bool:
-        return stat.S_ISLNK(self.stat.st_mode)
+        return self.entry.is_symlink()
+
+    def stat(self) -> os.stat_result:
+        """The entry's own stat (a link's, not its target's)."""
+        return self.entry.stat(follow_symlinks=False)
 
 
-def _visible(ignore: GitIgnore, dir_fd: int, rel_dir: str) -> list[tuple[str, str, os.stat_result]]:
-    """The entries of one open directory in name order, as (name, root-relative path, lstat),
-    without `.git` and what `.gitignore` ignores."""
+def _visible(ignore: GitIgnore, dir_fd: int, rel_dir: str) -> list[tuple[os.DirEntry[str], str, bool]]:
+    """The entries of one open directory in name order, as (entry, root-relative path, is a
+    directory), without `.git` and what `.gitignore` ignores."""
     with os.scandir(dir_fd) as scan:
-        names = sorted(entry.name for entry in scan)
+        entries = sorted(scan, key=lambda entry: entry.name)
     visible = []
-    for name in names:
-        rel = f"{rel_dir}/{name}" if rel_dir else name
+    for entry in entries:
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         try:
-            seen = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
-            continue  # gone since the scan
-        if name != ".git" and not ignore.ignores(rel, stat.S_ISDIR(seen.st_mode)):
-            visible.append((name, rel, seen))
+            continue
+        if entry.name != ".git" and not ignore.ignores(rel, is_dir):
+            visible.append((entry, rel, is_dir))
     return visible
 
 
@@ -177,18 +183,18 @@ def walk_files(jail: Jail, base: Target) -> Iterator[Found]:
             visible = _visible(ignore, dir_fd, rel_dir)
         except OSError:
             return
-        for name, rel, seen in visible:
-            if stat.S_ISDIR(seen.st_mode):
+        for entry, rel, is_dir in visible:
+            if is_dir:
                 try:
-                    child = os.open(name, DIRECTORY_FLAGS, dir_fd=dir_fd)
+                    child = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=dir_fd)
                 except OSError:
                     continue
                 try:
                     yield from walk(child, rel)
                 finally:
                     os.close(child)
-            elif stat.S_ISREG(seen.st_mode) or stat.S_ISLNK(seen.st_mode):
-                yield Found(name, rel, seen, dir_fd)
+            elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                yield Found(entry, rel, dir_fd)
 
     try:
         base_fd = jail.open_directory(base)
@@ -200,14 +206,22 @@ def walk_files(jail: Jail, base: Target) -> Iterator[Found]:
         os.close(base_fd)
 
 
-def listing(jail: Jail, directory: Target) -> list[tuple[str, os.stat_result]]:
-    """One directory level as (name, lstat), filtered like the walk; OSError if it cannot be opened."""
+def listing(jail: Jail, directory: Target) -> list[tuple[str, os.stat_result | None]]:
+    """One directory level as (name, its own stat, None if it vanished), filtered like the
+    walk; OSError if the directory cannot be opened."""
     dir_fd = jail.open_directory(directory)
     try:
-        visible = _visible(GitIgnore.of_root(jail), dir_fd, _relative(directory))
+        return [(entry.name, _own_stat(entry))
+                for entry, _, _ in _visible(GitIgnore.of_root(jail), dir_fd, _relative(directory))]
     finally:
         os.close(dir_fd)
-    return [(name, seen) for name, _, seen in visible]
+
+
+def _own_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
 
 
 def _relative(target: Target) -> str:
