@@ -247,15 +247,15 @@ class ListDir(Reader):
     def call(self, args: dict[str, Any]) -> ToolResult:
         directory = search_base(self, args)
         try:
-            entries = listing(self.code, directory)
+            entries, total = listing(self.code, directory, DIR_ENTRIES)
         except OSError as error:
             raise ToolError(f"cannot list {directory.shown}: {error.strerror}") from None
         if not entries:
             return ToolResult("[directory is empty]")
-        rows = [_entry_row(name, seen) for name, seen in entries[:DIR_ENTRIES]]
+        rows = [_entry_row(name, seen) for name, seen in entries]
         text, shown = join_within_cap(rows)
-        if shown < len(entries):
-            text += f"\n[showing {shown} of {len(entries)} entries]"
+        if shown < total:
+            text += f"\n[showing {shown} of {total} entries]"
         return ToolResult(text)
 
 

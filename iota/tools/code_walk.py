@@ -206,13 +206,14 @@ def walk_files(jail: Jail, base: Target) -> Iterator[Found]:
         os.close(base_fd)
 
 
-def listing(jail: Jail, directory: Target) -> list[tuple[str, os.stat_result | None]]:
-    """One directory level as (name, its own stat, None if it vanished), filtered like the
-    walk; OSError if the directory cannot be opened."""
+def listing(jail: Jail, directory: Target, limit: int) -> tuple[list[tuple[str, os.stat_result | None]], int]:
+    """The first `limit` entries of one directory level as (name, its own stat, None if it
+    vanished), filtered like the walk, and how many there are in all; OSError if the directory
+    cannot be opened."""
     dir_fd = jail.open_directory(directory)
     try:
-        return [(entry.name, _own_stat(entry))
-                for entry, _, _ in _visible(GitIgnore.of_root(jail), dir_fd, _relative(directory))]
+        visible = _visible(GitIgnore.of_root(jail), dir_fd, _relative(directory))
+        return [(entry.name, _own_stat(entry)) for entry, _, _ in visible[:limit]], len(visible)
     finally:
         os.close(dir_fd)
 

@@ -116,11 +116,10 @@ class EditFile(Writer):
 
     def planned_diff(self, target: Target, args: dict[str, Any]) -> str:
         try:
-            data, _ = self.code.read(target, MAX_FILE_BYTES + 1)
+            data, seen = self.code.read(target, MAX_FILE_BYTES)
         except OSError as error:
             raise open_failure("edit", target.shown, error) from None
-        if len(data) > MAX_FILE_BYTES:
-            raise ToolError(f"{target.shown} is too large to edit")
+        _refuse_too_large(seen.st_size, target.shown)
         updated, _, _ = _edited(data, args, target.shown)
         return unified_diff(target.shown, data.decode(errors="replace"), updated.decode(errors="replace")) or ""
 
@@ -223,12 +222,12 @@ class WriteFile(Writer):
     def planned_diff(self, target: Target, args: dict[str, Any]) -> str:
         content = _content(args)
         try:
-            data, _ = self.code.read(target, MAX_FILE_BYTES + 1)
+            data, seen = self.code.read(target, MAX_FILE_BYTES)
         except FileNotFoundError:
             return unified_diff(target.shown, "", content) or "[a new, empty file]"
         except OSError as error:
             raise open_failure("write", target.shown, error) from None
-        if len(data) > MAX_FILE_BYTES:
+        if seen.st_size > MAX_FILE_BYTES:
             whole = unified_diff(target.shown, "", content) or ""
             return f"[{target.shown} is over {MAX_FILE_BYTES >> 20} MB: its whole content is replaced by]\n{whole}"
         return unified_diff(target.shown, data.decode(errors="replace"), content) or "[no change]"
@@ -241,11 +240,14 @@ def _content(args: dict[str, Any]) -> str:
     return content
 
 
-def _whole(file: BinaryIO, shown: str) -> bytes:
-    """All of an open file edit_file may change, or a refusal past 20 MB."""
-    size = os.fstat(file.fileno()).st_size
+def _refuse_too_large(size: int, shown: str) -> None:
     if size > MAX_FILE_BYTES:
         raise ToolError(f"{shown} is too large to edit ({byte_count(size)})")
+
+
+def _whole(file: BinaryIO, shown: str) -> bytes:
+    """All of an open file edit_file may change, or a refusal past 20 MB."""
+    _refuse_too_large(os.fstat(file.fileno()).st_size, shown)
     try:
         return file.read()
     except OSError as error:
