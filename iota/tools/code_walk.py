@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
