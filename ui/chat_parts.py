@@ -164,7 +164,10 @@ class _TypedByPerson:
         self.sending = user
 
     def __call__(self) -> list[str]:
-        return typed_by_person([*self.conversation.messages, *([self.sending] if self.sending else [])])
+        messages = self.conversation.messages
+        if self.sending is not None and not any(message is self.sending for message in messages):
+            messages = [*messages, self.sending]
+        return typed_by_person(messages)
 
 
 def settle_project_trust(loaded: Config, choose: ChooseOne, load: Callable[[], Config]) -> Config:
