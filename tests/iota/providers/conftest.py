@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iota.providers import _streaming, make_provider, openai
+from iota.providers import _http, _streaming, make_provider
 from tests.support.fake_model import FakeModel, fake_model  # noqa: F401  (the fixture)
 
 
@@ -13,7 +13,7 @@ def no_retry_pauses(monkeypatch):
     """Retries wait what the server asks (the fake asks 10 ms); the pauses the client picks itself
     are shrunk so the tests stay fast. The Anthropic SDK's own backoff is left alone."""
     monkeypatch.setattr(_streaming, "STREAM_RETRY_DELAY", 0.0)
-    monkeypatch.setattr(openai, "FIRST_BACKOFF", 0.001)
+    monkeypatch.setattr(_http, "FIRST_BACKOFF", 0.001)
 
 
 def url_for(model: FakeModel, dialect: str) -> str:
