@@ -33,10 +33,11 @@ from iota.providers.base import RAW_ARGUMENTS_KEY, STREAM_RETRIES, OnText, Reply
 # The pause before a broken stream is tried again: STREAM_RETRY_DELAY, then twice that.
 STREAM_RETRY_DELAY = 0.5
 
-# Markers of "the request does not fit the window", per server family: Anthropic's message,
-# OpenAI's and vLLM's code, llama.cpp's type.
+# Markers of "the request does not fit the window", per server family: Anthropic's message (an
+# invalid request; on Bedrock a ValidationException), OpenAI's and vLLM's code, llama.cpp's type.
 _CONTEXT_MARKERS = ("context_length_exceeded", "exceed_context_size_error")
 _ANTHROPIC_CONTEXT_PREFIX = "prompt is too long"
+_INVALID_REQUEST_TYPES = ("invalid_request_error", "ValidationException")
 
 
 class StreamBroke(Exception):
@@ -112,11 +113,12 @@ def error_detail(body: object) -> tuple[str, str]:
 
     Anthropic: `{"type": "error", "error": {"type", "message"}}`; OpenAI and friends:
     `{"error": {"message", "type", "code"}}`; llama.cpp puts its kind in `type` and a number in
-    `code`. A body that is not JSON is its own message.
+    `code`; Google (Vertex's own errors) a number in `code` and its kind in `status`. A body that
+    is not JSON is its own message.
     """
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
-        code, kind = error.get("code"), error.get("type")
+        code, kind = error.get("code"), error.get("type") or error.get("status")
         kind = code if isinstance(code, str) and code else kind
         return (str(kind) if kind else "error"), str(error.get("message") or "")
     if isinstance(error, str):
@@ -130,7 +132,7 @@ def is_context_too_long(body: object) -> bool:
         return False
     message = str(error.get("message") or "")
     return error.get("code") in _CONTEXT_MARKERS or error.get("type") in _CONTEXT_MARKERS or (
-        error.get("type") == "invalid_request_error" and message.startswith(_ANTHROPIC_CONTEXT_PREFIX)
+        error.get("type") in _INVALID_REQUEST_TYPES and message.startswith(_ANTHROPIC_CONTEXT_PREFIX)
     )
 
 

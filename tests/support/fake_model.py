@@ -14,6 +14,10 @@ at `model.url`) can all talk to it, and its scripting API is plain thread-safe P
 
 Each request takes the next scripted answer, whichever dialect asked: `POST /v1/messages` is
 answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
+The same API on the clouds: Vertex's `POST …/publishers/anthropic/models/{model}:streamRawPredict`
+is answered like /v1/messages; Bedrock's `POST /model/{model}/invoke-with-response-stream` gets
+the same events in AWS's binary event-stream framing, and its errors in Bedrock's shape. `POST
+/token` is a Google OAuth token endpoint for a stub credential (see `token_requests`).
 A request with nothing scripted (or to another path) gets a 500 that says so, with
 `x-should-retry: false` so no client retries it, and `assert_no_unexpected()` (called by the
 fixture at teardown) fails the test.
@@ -34,12 +38,16 @@ before the server had finished (`disconnected`). The waiting helpers (`wait_for_
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
+import re
 import select
 import socket
+import struct
 import threading
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -126,8 +134,9 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: Any  # the parsed JSON, or the text if it was not JSON
-    dialect: str | None  # "anthropic", "openai", or None for a path the server does not serve
+    dialect: str | None  # "anthropic", "openai", "vertex", "bedrock", or None for a path the server does not serve
     disconnected: bool = False  # the client went away before the server had finished answering
+    raw_body: bytes = b""  # the body as sent (a signature covers these bytes)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def wait_done(self, timeout: float = 5.0) -> bool:
@@ -151,6 +160,8 @@ class FakeModel:
         self.unexpected: list[RecordedRequest] = []
         self._closing = threading.Event()
         self._ids = itertools.count(1)
+        self.token_requests: list[str] = []  # the bodies of the requests to POST /token
+        self.token_lifetime = 3600  # the `expires_in` of the tokens /token hands out
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.model = self  # type: ignore[attr-defined]
@@ -258,14 +269,20 @@ class FakeModel:
 
     def _serve(self, handler: _Handler) -> None:
         length = int(handler.headers.get("content-length") or 0)
-        raw = handler.rfile.read(length).decode() if length else ""
+        raw_body = handler.rfile.read(length) if length else b""
+        raw = raw_body.decode()
         try:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw
         path = handler.path
-        dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else None
-        record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect)
+        if path == "/token":
+            self._serve_token(handler, raw)
+            return
+        dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else (
+            _cloud_dialect(path))
+        record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect,
+                                 raw_body=raw_body)
         with self._lock:
             self._requests.append(record)
             scripted = self._script.popleft() if dialect and self._script else None
@@ -276,13 +293,18 @@ class FakeModel:
             if scripted is None:
                 error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
                 _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})
+            elif isinstance(scripted, _HttpFailure) and dialect == "bedrock":
+                _send_json(handler, scripted.status, *_bedrock_failure_body(scripted))
             elif isinstance(scripted, _HttpFailure):
-                _send_json(handler, scripted.status, *_failure_body(scripted, dialect))
+                _send_json(handler, scripted.status, *_failure_body(scripted, "anthropic" if dialect == "vertex" else dialect))
             elif isinstance(scripted, _Hang):
                 _StreamWriter(handler, self._closing).wait(lambda: False)
+            elif dialect == "bedrock":
+                _StreamWriter(handler, self._closing).run(scripted, _bedrock_frames(scripted, path, self._ids),
+                                                          content_type="application/vnd.amazon.eventstream")
             else:
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                frames = _anthropic_frames if dialect == "anthropic" else _openai_frames
+                frames = _openai_frames if dialect == "openai" else _anthropic_frames
                 _StreamWriter(handler, self._closing).run(scripted, frames(scripted, model, self._ids))
         except (_ClientGone, OSError):  # OSError: the client went while a plain answer was written
             record.disconnected = True
@@ -290,6 +312,14 @@ class FakeModel:
             pass
         finally:
             record._done.set()
+
+    def _serve_token(self, handler: _Handler, form: str) -> None:
+        """A Google OAuth token endpoint: any request gets a fresh bearer token."""
+        with self._lock:
+            self.token_requests.append(form)
+            token = f"fake-token-{len(self.token_requests)}"
+        handler.close_connection = True
+        _send_json(handler, 200, {"access_token": token, "expires_in": self.token_lifetime, "token_type": "Bearer"}, {})
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -418,6 +448,49 @@ def _openai_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tuple[l
     return steps, end, error.encode()
 
 
+# --- Bedrock and Vertex ---------------------------------------------------------------------
+
+
+def _cloud_dialect(path: str) -> str | None:
+    if path.endswith(":streamRawPredict") and "/publishers/anthropic/models/" in path:
+        return "vertex"
+    return "bedrock" if re.fullmatch(r"/model/[^/]+/invoke-with-response-stream", path) else None
+
+
+def _event_stream_message(headers: dict[str, str], payload: bytes) -> bytes:
+    """One message of AWS's event-stream framing: a prelude (total length, headers length, CRC),
+    string-typed headers, the payload, and a CRC of all of it."""
+    encoded = b"".join(struct.pack(">B", len(name)) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+                       for name, value in headers.items())
+    prelude = struct.pack(">II", 12 + len(encoded) + len(payload) + 4, len(encoded))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + encoded + payload
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def _bedrock_frames(scripted: _Stream, path: str, ids: Iterator[int]) -> tuple[list[Step], list[Step], bytes]:
+    """Anthropic's events, each as Bedrock sends it: a `chunk` event whose payload is
+    {"bytes": base64 of the event's JSON}; an error is an `exception` message."""
+    steps, end, _ = _anthropic_frames(scripted, path.split("/")[2], ids)
+
+    def chunk(step: Step) -> Step:
+        data = step[1].split(b"\ndata: ", 1)[1].rstrip(b"\n")
+        payload = json.dumps({"bytes": base64.b64encode(data).decode()}).encode()
+        headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+        return step[0], _event_stream_message(headers, payload)
+
+    error = _event_stream_message({":exception-type": scripted.error_type, ":content-type": "application/json",
+                                   ":message-type": "exception"}, json.dumps({"message": scripted.error_message}).encode())
+    return [chunk(step) for step in steps], [chunk(step) for step in end], error
+
+
+def _bedrock_failure_body(failure: _HttpFailure) -> tuple[Any, dict[str, str]]:
+    """Bedrock's error shape: {"message"}, with the kind in `x-amzn-errortype`."""
+    body, headers = _failure_body(failure, "anthropic")
+    error = body["error"]
+    kind = "ValidationException" if failure.context_too_long else error["type"]
+    return {"message": error["message"]}, {**headers, "x-amzn-errortype": f"{kind}:http://internal.amazon.com/coral/"}
+
+
 class _StreamWriter:
     """Writes one streamed reply as a chunked body, one SSE frame per chunk, applying the faults."""
 
@@ -426,11 +499,12 @@ class _StreamWriter:
         self._socket: socket.socket = handler.connection
         self._closing = closing
 
-    def run(self, scripted: _Stream, frames: tuple[list[Step], list[Step], bytes]) -> None:
+    def run(self, scripted: _Stream, frames: tuple[list[Step], list[Step], bytes],
+            content_type: str = "text/event-stream") -> None:
         steps, end, error = frames
         handler = self._handler
         handler.send_response(200)
-        for name, value in (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+        for name, value in (("content-type", content_type), ("cache-control", "no-cache"),
                             ("transfer-encoding", "chunked"), ("connection", "close")):
             handler.send_header(name, value)
         handler.end_headers()
