@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from typing import Any
 from urllib.parse import quote
 
@@ -81,7 +82,8 @@ class BedrockProvider(_CloudProvider):
         except ImportError:
             raise _missing(self.name, "bedrock", "botocore") from None
         session = botocore.session.get_session()
-        self._region = self._region or session.get_config_variable("region")
+        # The region as the SDK looks for it: AWS_REGION first, then botocore's own (AWS_DEFAULT_REGION, the profile).
+        self._region = self._region or os.environ.get("AWS_REGION") or session.get_config_variable("region")
         if not self._region:
             raise ProviderError(f"providers.{self.name}.region: no AWS region: set region in the config or AWS_REGION")
         self._credentials = session.get_credentials()
