@@ -28,7 +28,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 from urllib.parse import quote
 
 import httpx
@@ -81,12 +82,13 @@ class BedrockProvider(_CloudProvider):
             import botocore.session
         except ImportError:
             raise _missing(self.name, "bedrock", "botocore") from None
-        session = botocore.session.get_session()
-        # The region as the SDK looks for it: AWS_REGION first, then botocore's own (AWS_DEFAULT_REGION, the profile).
-        self._region = self._region or os.environ.get("AWS_REGION") or session.get_config_variable("region")
-        if not self._region:
-            raise ProviderError(f"providers.{self.name}.region: no AWS region: set region in the config or AWS_REGION")
-        self._credentials = session.get_credentials()
+        with self._aws_errors():
+            session = botocore.session.get_session()
+            # The region as the SDK looks for it: AWS_REGION, then botocore's (AWS_DEFAULT_REGION, the profile).
+            self._region = self._region or os.environ.get("AWS_REGION") or session.get_config_variable("region")
+            if not self._region:
+                raise ProviderError(f"providers.{self.name}.region: no AWS region: set region in the config or AWS_REGION")
+            self._credentials = session.get_credentials()
         if self._credentials is None:
             raise ProviderError(f"{self.name}: no AWS credentials found ({self.credentials_hint()})")
 
@@ -104,8 +106,20 @@ class BedrockProvider(_CloudProvider):
 
         signed = AWSRequest("POST", url, headers={"content-type": "application/json", "accept": "application/json"},
                             data=body)
-        SigV4Auth(self._credentials, "bedrock", self._region).add_auth(signed)
+        with self._aws_errors():
+            SigV4Auth(self._credentials, "bedrock", self._region).add_auth(signed)
         return dict(signed.headers.items())
+
+    @contextmanager
+    def _aws_errors(self) -> Iterator[None]:
+        """botocore's failures (a missing profile, an SSO login that expired) as one-line errors."""
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            yield
+        except BotoCoreError as err:
+            raise ProviderError(f"{self.name}: the AWS credentials cannot be used ({one_line(str(err))}; "
+                                f"{self.credentials_hint()})") from None
 
     def credentials_hint(self) -> str:
         return "check the AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
@@ -170,7 +184,7 @@ class VertexProvider(_CloudProvider):
             raise _missing(self.name, "vertex", "google-auth") from None
         try:
             self._credentials, project_id = google.auth.default(scopes=[GOOGLE_SCOPE])
-        except google.auth.exceptions.DefaultCredentialsError as err:
+        except google.auth.exceptions.GoogleAuthError as err:
             raise ProviderError(f"{self.name}: no Google credentials ({one_line(str(err))})") from None
         self._project_id = self._project_id or project_id
         if not self._project_id:
@@ -198,6 +212,8 @@ class VertexProvider(_CloudProvider):
         except google.auth.exceptions.RefreshError as err:
             raise ProviderRejected(f"{self.name}: Google refused the credentials ({one_line(str(err))}; "
                                    f"{self.credentials_hint()})", 401) from None
+        except google.auth.exceptions.GoogleAuthError as err:  # the token endpoint could not be reached
+            raise ProviderError(f"{self.name}: no Google token ({one_line(str(err))})") from None
 
     def credentials_hint(self) -> str:
         return "check the Google credentials: gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS"

@@ -1,25 +1,18 @@
 """Providers are tested against the fake model server, in every dialect where the behaviour is shared.
 
-Bedrock and Vertex run with stub credentials: AWS keys in the environment (botocore signs with
-them), and a Google service-account file with a key made for the test, whose token endpoint is
-the fake server's `/token` (google-auth signs its token request and refreshes there for real).
+Bedrock and Vertex run with stub credentials (tests/support/cloud_credentials.py), which
+botocore and google-auth read for real.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from iota.providers import _http, _streaming, make_provider
+from tests.support.cloud_credentials import UNSET, cloud_environment
 from tests.support.fake_model import FakeModel, fake_model  # noqa: F401  (the fixture)
 
 DIALECTS = ["anthropic", "openai", "bedrock", "vertex"]
-AWS_KEYS = {"AWS_ACCESS_KEY_ID": "AKIDFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "fake/secret/key",
-            "AWS_SESSION_TOKEN": "fake-session-token"}
 REGIONS = {"bedrock": "us-east-1", "vertex": "us-east5"}
 PROJECT = "fake-project"
 
@@ -42,29 +35,13 @@ def fake_provider(dialect: str, url: str, **options):
                          project_id=PROJECT if dialect == "vertex" else None, **options)
 
 
-@functools.cache
-def private_key_pem() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()
-
-
 @pytest.fixture
 def cloud_credentials(fake_model, monkeypatch, tmp_path):
     """Stub AWS and Google credentials; nothing from the real machine is read."""
-    for name in ("AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT"):
+    for name in UNSET:
         monkeypatch.delenv(name, raising=False)
-    for name, value in AWS_KEYS.items():
+    for name, value in cloud_environment(tmp_path, fake_model.url + "/token").items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    adc = tmp_path / "google-credentials.json"
-    adc.write_text(json.dumps({"type": "service_account", "project_id": "project-of-the-credentials",
-                               "private_key_id": "fake-key", "private_key": private_key_pem(),
-                               "client_email": "iota-test@fake.iam.gserviceaccount.com", "client_id": "1",
-                               "token_uri": fake_model.url + "/token"}))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
 
 
 @pytest.fixture(params=DIALECTS)

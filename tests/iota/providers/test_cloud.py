@@ -17,8 +17,9 @@ from iota.messages import Message
 from iota.providers import Request
 from iota.providers._streaming import error_detail
 from iota.providers.anthropic import API_VERSION
-from tests.iota.providers.conftest import AWS_KEYS, PROJECT, fake_provider, url_for
+from tests.iota.providers.conftest import PROJECT, fake_provider, url_for
 from tests.iota.providers.test_anthropic import READ, conversation
+from tests.support.cloud_credentials import AWS_KEYS, CREDENTIALS_PROJECT
 
 ANTHROPIC_MESSAGES = [  # conversation() in Anthropic's wire form, as test_anthropic checks it
     {"role": "user", "content": [{"type": "text", "text": "Read a.txt please"}]},
@@ -155,7 +156,7 @@ async def test_vertex_takes_the_project_of_its_credentials_when_none_is_configur
     await provider.stream(request("m"), lambda text: None)
     await provider.aclose()
 
-    assert fake_model.requests[0].path.startswith("/v1/projects/project-of-the-credentials/locations/global/")
+    assert fake_model.requests[0].path.startswith(f"/v1/projects/{CREDENTIALS_PROJECT}/locations/global/")
 
 
 def test_google_shaped_errors_name_their_status():
@@ -173,3 +174,11 @@ async def test_bedrock_errors_are_read_from_bedrocks_shape(fake_model, cloud_cre
     await provider.aclose()
 
     assert str(caught.value).startswith("fake: HTTP 403 AccessDeniedException: You don't have access to the model (check the AWS")
+
+
+async def test_aws_credentials_that_cannot_be_used_are_a_one_line_error(fake_model, cloud_credentials, monkeypatch):
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+
+    with pytest.raises(ProviderError, match=r"^fake: the AWS credentials cannot be used \(The config profile "
+                                            r"\(no-such-profile\) could not be found; check the AWS credentials"):
+        await fake_provider("bedrock", fake_model.url).stream(request("m"), lambda text: None)
