@@ -53,7 +53,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
-import pytest
+try:
+    import pytest
+except ImportError:  # the benchmarks run the server from a plain install, without the test extras
+    pytest = None
 
 _OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -235,6 +238,11 @@ class FakeModel:
         """How many scripted answers no request has taken yet."""
         with self._lock:
             return len(self._script)
+
+    def clear_requests(self) -> None:
+        """Forget the requests received so far (a long benchmark would keep every body otherwise)."""
+        with self._lock:
+            self._requests.clear()
 
     def wait_for_request(self, n: int = 1, timeout: float = 5.0) -> RecordedRequest:
         """Block until the server has received `n` requests; return the n-th."""
@@ -557,9 +565,10 @@ class _StreamWriter:
                 time.sleep(_POLL)  # bytes we do not expect: do not spin on them
 
 
-@pytest.fixture
-def fake_model() -> Iterator[FakeModel]:
-    """A running fake model server that fails the test if it got a request nothing was scripted for."""
-    with FakeModel() as model:
-        yield model
-        model.assert_no_unexpected()
+if pytest is not None:
+    @pytest.fixture
+    def fake_model() -> Iterator[FakeModel]:
+        """A running fake model server that fails the test if it got a request nothing was scripted for."""
+        with FakeModel() as model:
+            yield model
+            model.assert_no_unexpected()
