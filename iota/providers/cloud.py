@@ -58,7 +58,8 @@ class _CloudProvider(MessagesProvider):
 
     async def stream(self, request: Request, on_text: OnText) -> Reply:
         if not self._ready:
-            await trio.to_thread.run_sync(self._load_credentials)
+            # Abandoned on cancel: a Ctrl+C does not wait for a slow metadata server.
+            await trio.to_thread.run_sync(self._load_credentials, abandon_on_cancel=True)
             self._ready = True
         return await super().stream(request, on_text)
 
@@ -199,7 +200,7 @@ class VertexProvider(_CloudProvider):
 
     async def headers(self, url: str, body: bytes) -> dict[str, str]:
         if not self._credentials.valid:  # no token yet, or it expires within the library's margin
-            await trio.to_thread.run_sync(self._refresh)
+            await trio.to_thread.run_sync(self._refresh, abandon_on_cancel=True)
         return {"authorization": f"Bearer {self._credentials.token}", "content-type": "application/json",
                 "accept": "application/json"}
 
