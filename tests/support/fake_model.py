@@ -38,20 +38,18 @@ before the server had finished (`disconnected`). The waiting helpers (`wait_for_
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
-import re
 import select
 import socket
-import struct
 import threading
 import time
-import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
+
+from tests.support.fake_cloud import bedrock_failure, bedrock_frames, bedrock_model, cloud_dialect
 
 try:
     import pytest
@@ -288,7 +286,7 @@ class FakeModel:
             self._serve_token(handler, raw)
             return
         dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else (
-            _cloud_dialect(path))
+            cloud_dialect(path))
         record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect,
                                  raw_body=raw_body)
         with self._lock:
@@ -302,14 +300,16 @@ class FakeModel:
                 error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
                 _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})
             elif isinstance(scripted, _HttpFailure) and dialect == "bedrock":
-                _send_json(handler, scripted.status, *_bedrock_failure_body(scripted))
+                _send_json(handler, scripted.status, *bedrock_failure(*_failure_body(scripted, "anthropic"),
+                                                                      context_too_long=scripted.context_too_long))
             elif isinstance(scripted, _HttpFailure):
                 _send_json(handler, scripted.status, *_failure_body(scripted, "anthropic" if dialect == "vertex" else dialect))
             elif isinstance(scripted, _Hang):
                 _StreamWriter(handler, self._closing).wait(lambda: False)
             elif dialect == "bedrock":
-                _StreamWriter(handler, self._closing).run(scripted, _bedrock_frames(scripted, path, self._ids),
-                                                          content_type="application/vnd.amazon.eventstream")
+                frames = bedrock_frames(_anthropic_frames(scripted, bedrock_model(path), self._ids),
+                                        scripted.error_type, scripted.error_message)
+                _StreamWriter(handler, self._closing).run(scripted, frames, content_type="application/vnd.amazon.eventstream")
             else:
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
                 frames = _openai_frames if dialect == "openai" else _anthropic_frames
@@ -454,49 +454,6 @@ def _openai_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tuple[l
     ]
     error = f"data: {json.dumps({'error': {'message': scripted.error_message, 'type': scripted.error_type, 'code': None}})}\n\n"
     return steps, end, error.encode()
-
-
-# --- Bedrock and Vertex ---------------------------------------------------------------------
-
-
-def _cloud_dialect(path: str) -> str | None:
-    if path.endswith(":streamRawPredict") and "/publishers/anthropic/models/" in path:
-        return "vertex"
-    return "bedrock" if re.fullmatch(r"/model/[^/]+/invoke-with-response-stream", path) else None
-
-
-def _event_stream_message(headers: dict[str, str], payload: bytes) -> bytes:
-    """One message of AWS's event-stream framing: a prelude (total length, headers length, CRC),
-    string-typed headers, the payload, and a CRC of all of it."""
-    encoded = b"".join(struct.pack(">B", len(name)) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
-                       for name, value in headers.items())
-    prelude = struct.pack(">II", 12 + len(encoded) + len(payload) + 4, len(encoded))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + encoded + payload
-    return message + struct.pack(">I", zlib.crc32(message))
-
-
-def _bedrock_frames(scripted: _Stream, path: str, ids: Iterator[int]) -> tuple[list[Step], list[Step], bytes]:
-    """Anthropic's events, each as Bedrock sends it: a `chunk` event whose payload is
-    {"bytes": base64 of the event's JSON}; an error is an `exception` message."""
-    steps, end, _ = _anthropic_frames(scripted, path.split("/")[2], ids)
-
-    def chunk(step: Step) -> Step:
-        data = step[1].split(b"\ndata: ", 1)[1].rstrip(b"\n")
-        payload = json.dumps({"bytes": base64.b64encode(data).decode()}).encode()
-        headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
-        return step[0], _event_stream_message(headers, payload)
-
-    error = _event_stream_message({":exception-type": scripted.error_type, ":content-type": "application/json",
-                                   ":message-type": "exception"}, json.dumps({"message": scripted.error_message}).encode())
-    return [chunk(step) for step in steps], [chunk(step) for step in end], error
-
-
-def _bedrock_failure_body(failure: _HttpFailure) -> tuple[Any, dict[str, str]]:
-    """Bedrock's error shape: {"message"}, with the kind in `x-amzn-errortype`."""
-    body, headers = _failure_body(failure, "anthropic")
-    error = body["error"]
-    kind = "ValidationException" if failure.context_too_long else error["type"]
-    return {"message": error["message"]}, {**headers, "x-amzn-errortype": f"{kind}:http://internal.amazon.com/coral/"}
 
 
 class _StreamWriter:
