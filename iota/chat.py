@@ -58,14 +58,15 @@ class ChatSetup:
         return self.agent.mode
 
     def provider(self) -> Provider:
-        """The provider, made on first use (for Anthropic this is where the SDK gets imported)."""
+        """The provider, made on first use."""
         if self._provider is None:
             from iota.providers import make_provider
 
             provider = self.model.provider
             self._provider = make_provider(provider.name, provider.type,
                                            settings.api_key(provider, self.cwd),
-                                           settings.base_url(provider, self.cwd))
+                                           settings.base_url(provider, self.cwd),
+                                           region=provider.region, project_id=provider.project_id)
         return self._provider
 
     def sessions_bucket(self) -> Path:

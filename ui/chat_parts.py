@@ -214,8 +214,7 @@ def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list
 
 
 def _background(setup: ChatSetup) -> list:
-    if setup.model.provider.type != "anthropic":
-        return []
-    from iota.providers import preload_anthropic
+    from iota.providers import preloader
 
-    return [preload_anthropic]
+    work = preloader(setup.model.provider.type)
+    return [work] if work is not None else []

@@ -18,11 +18,11 @@ from typing import Any
 from iota.errors import ConfigError
 
 TOP_LEVEL = ("providers", "models", "agents", "mcp_servers")
-PROVIDER_TYPES = ("anthropic", "openai")
+PROVIDER_TYPES = ("anthropic", "openai", "bedrock", "vertex")
 TOOLSETS = ("shell", "code", "skills", "ask")
 MODES = ("chat", "agent", "bot")
 
-PROVIDER_KEYS = ("type", "key", "url")
+PROVIDER_KEYS = ("type", "key", "url", "region", "project_id")
 MODEL_KEYS = ("provider", "id", "context_window", "effort", "temperature", "top_p", "reports_usage", "supports_tools")
 LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
 AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",

@@ -30,6 +30,10 @@ from iota.errors import ConfigError, MissingAPIKey
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+# Bedrock and Vertex take no key: they sign with the cloud's own credentials, found as it finds them.
+CLOUD_CREDENTIALS = {"bedrock": "AWS credentials from the environment", "vertex": "Google default credentials"}
+# Provider keys that only some types take.
+TYPE_KEYS = {"key": ("anthropic", "openai"), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
 EFFORTS = ("minimal", "low", "medium", "high")
 
 
@@ -71,6 +75,8 @@ class ProviderConfig:
     type: str
     key: str | None = None
     url: str | None = None
+    region: str | None = None
+    project_id: str | None = None
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> ProviderConfig:
@@ -78,7 +84,10 @@ class ProviderConfig:
         if kind not in PROVIDER_TYPES:
             shown = "missing" if kind is None else f'"{kind}"'
             raise BadValue("type", f'unknown provider type {shown} (supported: {", ".join(PROVIDER_TYPES)})')
-        return cls(name, kind, _text(raw, "key"), _text(raw, "url"))
+        for key, types in TYPE_KEYS.items():
+            if key in raw and kind not in types:
+                raise BadValue(key, f"{key} is for {' and '.join(types)} providers, not {kind}")
+        return cls(name, kind, _text(raw, "key"), _text(raw, "url"), _text(raw, "region"), _text(raw, "project_id"))
 
 
 @dataclass(frozen=True)
@@ -475,7 +484,10 @@ def resolve_model(config: Config, agent: AgentConfig, override: str | None = Non
 
 
 def api_key(provider: ProviderConfig, cwd: Path) -> str:
-    """The provider type's environment variable wins over `key:` in the config."""
+    """The provider type's environment variable wins over `key:` in the config; Bedrock and
+    Vertex have none (empty)."""
+    if provider.type in CLOUD_CREDENTIALS:
+        return ""
     variable = ENV_KEYS[provider.type]
     key = os.environ.get(variable) or (expand(provider.key, cwd) if provider.key else "")
     if not key:

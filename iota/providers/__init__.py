@@ -1,31 +1,34 @@
-"""Model providers: one streaming interface (`base.Provider`) over two wire protocols.
+"""Model providers: one streaming interface (`base.Provider`) over the wire protocols iota speaks.
 
     provider = make_provider("work", "anthropic", key, url)
     reply = await provider.stream(Request(model, system, messages, tools), on_text=print)
 
-`anthropic` goes through the official SDK, `openai` through httpx to any OpenAI-compatible
-Chat Completions endpoint. Both stream text to `on_text`, return the tool calls, usage and stop
-reason in the `Reply`, and fail with `iota.errors.ProviderError`s (see `_streaming` for which
-failures are retried and when).
+Every provider speaks its protocol over httpx, with the same sending, retry and stall code
+(`_http`, `_streaming`): `anthropic` is Anthropic's Messages API, `openai` any OpenAI-compatible
+Chat Completions endpoint, and `bedrock` and `vertex` the Messages API on Amazon Bedrock and
+Google Vertex AI, signed with the cloud's own credentials (`cloud`; botocore and google-auth,
+the `bedrock` and `vertex` extras, load on their first request). All stream text to `on_text`,
+return the tool calls, usage and stop reason in the `Reply`, and fail with
+`iota.errors.ProviderError`s (see `_streaming` for which failures are retried and when).
 
 Tool-call arguments come back as a dict. Arguments that are not a JSON object are not an
 error here: the dict is `{RAW_ARGUMENTS_KEY: "<the text as sent>"}`, so the tool runner can
 answer the model that its arguments did not parse.
 
-A provider keeps a pool of connections between requests; `await provider.aclose()` closes it
-(both providers have it; it is not part of the `Provider` protocol).
-
-Importing this package does not import the `anthropic` SDK (it takes about two seconds):
-the Anthropic provider imports it in a worker thread on its first request, and an app can
-start that import early with `await trio.to_thread.run_sync(preload_anthropic)`.
+A provider keeps a pool of connections between requests, and the conversation it last sent in
+wire form (`_wire`), so a request costs about the same at the ten-thousandth message as at the
+tenth. `await provider.aclose()` closes the pool (not part of the `Provider` protocol).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Callable
+
 from iota.errors import ConfigError
 from iota.providers.base import CONNECT_SECONDS, RAW_ARGUMENTS_KEY, STALL_SECONDS, Provider, Reply, Request, ToolSpec
 
-PROVIDER_TYPES = ("anthropic", "openai")
+PROVIDER_TYPES = ("anthropic", "openai", "bedrock", "vertex")
 
 
 def make_provider(
@@ -34,26 +37,52 @@ def make_provider(
     api_key: str,
     base_url: str | None,
     *,
+    region: str | None = None,
+    project_id: str | None = None,
     stall_seconds: float = STALL_SECONDS,
     connect_seconds: float = CONNECT_SECONDS,
 ) -> Provider:
     """The provider called `name` in the config, of the given type, talking to `base_url`
-    (None: the vendor's own endpoint). Each provider's module is imported here, on first use:
-    importing this package (which every `iota.providers.base` import does) costs nothing."""
+    (None: the vendor's own endpoint). `api_key` is for anthropic and openai; `region` for
+    bedrock (else the AWS environment's) and vertex, `project_id` for vertex (else the Google
+    credentials'). Each provider's module is imported here, on first use: importing this
+    package (which every `iota.providers.base` import does) costs nothing."""
+    timeouts = {"stall_seconds": stall_seconds, "connect_seconds": connect_seconds}
     if type == "anthropic":
         from iota.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(name, api_key, base_url, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+        return AnthropicProvider(name, api_key, base_url, **timeouts)
     if type == "openai":
         from iota.providers.openai import OpenAIProvider
 
-        return OpenAIProvider(name, api_key, base_url, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
-    raise ConfigError(f"providers.{name}.type: unknown provider type {type!r} (want {' or '.join(PROVIDER_TYPES)})")
+        return OpenAIProvider(name, api_key, base_url, **timeouts)
+    if type == "bedrock":
+        from iota.providers.cloud import BedrockProvider
+
+        return BedrockProvider(name, base_url, region=region, **timeouts)
+    if type == "vertex":
+        from iota.providers.cloud import VertexProvider
+
+        return VertexProvider(name, base_url, region=region, project_id=project_id, **timeouts)
+    raise ConfigError(f"providers.{name}.type: unknown provider type {type!r} (want {', '.join(PROVIDER_TYPES)})")
 
 
-def preload_anthropic() -> None:
-    """Import the Anthropic SDK; blocking, so meant for `trio.to_thread.run_sync`."""
-    import anthropic  # noqa: F401
+def preloader(type: str) -> Callable[[], None] | None:
+    """What imports the libraries a provider of this type loads on its first request —
+    botocore for bedrock, google-auth for vertex; None for the others — so an app can run it
+    behind its first screen (it blocks: meant for `trio.to_thread.run_sync`). A library that is
+    missing is left for the first request to report."""
+    module = {"bedrock": "botocore.session", "vertex": "google.auth.transport.requests"}.get(type)
+    if module is None:
+        return None
+
+    def preload() -> None:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+    return preload
 
 
-__all__ = ["RAW_ARGUMENTS_KEY", "Provider", "Reply", "Request", "ToolSpec", "make_provider", "preload_anthropic"]
+__all__ = ["RAW_ARGUMENTS_KEY", "Provider", "Reply", "Request", "ToolSpec", "make_provider", "preloader"]

@@ -1,10 +1,10 @@
-"""What the two providers share: retrying a broken stream, naming failures, assembling tool calls.
+"""What the providers share: retrying a broken stream, naming failures, assembling tool calls.
 
 A model reply can fail at three moments, and each has its own rule:
 
 * Before a response arrives (connection refused, a retryable HTTP status such as 429 or 529):
-  the HTTP layer retries, honouring `retry-after-ms` / `retry-after`. For Anthropic that is the
-  SDK's own policy; the OpenAI provider copies it.
+  the HTTP layer retries, honouring `retry-after-ms` / `retry-after` (see `_http`, which copies
+  the Anthropic SDK's policy for every provider).
 * While the body streams, in a way a fresh request may fix (an error event inside a 200 stream,
   a dropped connection, a stream that ends without its stop event): the provider raises
   `StreamBroke`, and `retry_until_output` sends the request again, at most STREAM_RETRIES times,
@@ -22,6 +22,7 @@ import itertools
 import json
 from typing import Any, Awaitable, Callable
 
+import httpx
 import trio
 
 from iota.errors import ContextTooLong, ProviderError, ProviderRejected, ResponseStalled
@@ -32,10 +33,11 @@ from iota.providers.base import RAW_ARGUMENTS_KEY, STREAM_RETRIES, OnText, Reply
 # The pause before a broken stream is tried again: STREAM_RETRY_DELAY, then twice that.
 STREAM_RETRY_DELAY = 0.5
 
-# Markers of "the request does not fit the window", per server family: Anthropic's message,
-# OpenAI's and vLLM's code, llama.cpp's type.
+# Markers of "the request does not fit the window", per server family: Anthropic's message (an
+# invalid request; on Bedrock a ValidationException), OpenAI's and vLLM's code, llama.cpp's type.
 _CONTEXT_MARKERS = ("context_length_exceeded", "exceed_context_size_error")
 _ANTHROPIC_CONTEXT_PREFIX = "prompt is too long"
+_INVALID_REQUEST_TYPES = ("invalid_request_error", "ValidationException")
 
 
 class StreamBroke(Exception):
@@ -111,11 +113,12 @@ def error_detail(body: object) -> tuple[str, str]:
 
     Anthropic: `{"type": "error", "error": {"type", "message"}}`; OpenAI and friends:
     `{"error": {"message", "type", "code"}}`; llama.cpp puts its kind in `type` and a number in
-    `code`. A body that is not JSON is its own message.
+    `code`; Google (Vertex's own errors) a number in `code` and its kind in `status`. A body that
+    is not JSON is its own message.
     """
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
-        code, kind = error.get("code"), error.get("type")
+        code, kind = error.get("code"), error.get("type") or error.get("status")
         kind = code if isinstance(code, str) and code else kind
         return (str(kind) if kind else "error"), str(error.get("message") or "")
     if isinstance(error, str):
@@ -129,7 +132,7 @@ def is_context_too_long(body: object) -> bool:
         return False
     message = str(error.get("message") or "")
     return error.get("code") in _CONTEXT_MARKERS or error.get("type") in _CONTEXT_MARKERS or (
-        error.get("type") == "invalid_request_error" and message.startswith(_ANTHROPIC_CONTEXT_PREFIX)
+        error.get("type") in _INVALID_REQUEST_TYPES and message.startswith(_ANTHROPIC_CONTEXT_PREFIX)
     )
 
 
@@ -138,14 +141,15 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def http_failure(provider: str, status: int, body: object, key_variable: str) -> ProviderError:
-    """The error for an HTTP error status that will not be (or no longer is) retried."""
+def http_failure(provider: str, status: int, body: object, credentials_hint: str) -> ProviderError:
+    """The error for an HTTP error status that will not be (or no longer is) retried; a refusal of
+    the credentials (401, 403) says what to check."""
     kind, message = error_detail(body)
     if status == 400 and is_context_too_long(body):
         return ContextTooLong(f"{provider}: the conversation is too long for the model ({one_line(message)})")
     text = f"{provider}: HTTP {status} {kind}" + (f": {one_line(message)}" if message else "")
     if status in (401, 403):
-        text += f" (check {key_variable} or providers.{provider}.key)"
+        text += f" ({credentials_hint})"
     return ProviderRejected(text, status)
 
 
@@ -157,17 +161,16 @@ def stream_failure(provider: str, body: object) -> ProviderError | StreamBroke:
     return StreamBroke(ProviderRejected(f"{provider}: the stream failed: {kind}" + (f": {one_line(message)}" if message else "")))
 
 
-def body_failure(provider: str, err: Exception, http: Any) -> ProviderError | StreamBroke:
-    """The outcome of a transport error while the body streams. `http` is the httpx module in use
-    (the Anthropic SDK runs on `httpx2`, the OpenAI provider on `httpx`; their trees are the same)."""
-    if isinstance(err, http.TimeoutException):
+def body_failure(provider: str, err: httpx.TransportError) -> ProviderError | StreamBroke:
+    """The outcome of a transport error while the body streams."""
+    if isinstance(err, httpx.TimeoutException):
         return ResponseStalled()
     return StreamBroke(ProviderError(f"{provider}: the connection dropped in the middle of the reply ({one_line(str(err)) or type(err).__name__})"))
 
 
-def unreachable(provider: str, url: str, err: BaseException | None, http: Any) -> ProviderError:
+def unreachable(provider: str, url: str, err: httpx.TransportError) -> ProviderError:
     """The error for a request that could not be sent, after the HTTP layer's retries."""
-    reason = "connecting timed out" if isinstance(err, http.TimeoutException) else (one_line(str(err)) if err else "")
+    reason = "connecting timed out" if isinstance(err, httpx.TimeoutException) else one_line(str(err))
     return ProviderError(f"{provider}: cannot reach {url}" + (f" ({reason})" if reason else ""))
 
 

@@ -20,8 +20,8 @@ from iota.messages import Message, ToolCall, Usage
 # and how long connecting may take. Tests shrink these through the provider's constructor.
 STALL_SECONDS = 300.0
 CONNECT_SECONDS = 15.0
-# How many times a provider retries a failure that its SDK does not retry itself
-# (an error event inside a 200 stream, a dropped connection, a stream without its end).
+# How many times a provider retries a stream that broke after it started, while nothing of it
+# was shown (an error event inside a 200 stream, a dropped connection, a stream without its end).
 STREAM_RETRIES = 2
 # Tool-call arguments that are not a JSON object come back as {RAW_ARGUMENTS_KEY: "<the text>"},
 # so the tool runner can tell the model its arguments did not parse.

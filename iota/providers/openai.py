@@ -6,10 +6,8 @@ carries the id and the name, the rest pieces of the argument text; Ollama sends 
 one chunk, and its older versions no `index` at all. The usage comes in a last chunk whose
 `choices` is empty.
 
-There is no SDK here, so the retries before a response arrives copy the Anthropic SDK's policy
-(408/409/429/5xx and connection failures, twice, honouring `x-should-retry`, `retry-after-ms`
-and `retry-after`), a read timeout excepted: that is a stall, never retried. The rules for a
-stream that breaks are shared with the Anthropic provider (see `_streaming`).
+Sending, retrying and the rules for a stream that breaks are shared with the other providers
+(see `_http` and `_streaming`).
 
 `finish_reason` is translated into the Anthropic words the rest of iota uses for `stop_reason`:
 stop → end_turn, tool_calls → tool_use, length → max_tokens, content_filter → refusal.
@@ -17,43 +15,25 @@ stop → end_turn, tool_calls → tool_use, length → max_tokens, content_filte
 
 from __future__ import annotations
 
-import itertools
 import json
-import random
-from functools import partial
 from typing import Any
 
 import httpx
-import trio
 
-from iota.errors import ProviderError, ResponseStalled
+from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._streaming import (
-    ToolCallParts,
-    body_failure,
-    http_failure,
-    incomplete,
-    one_line,
-    retry_until_output,
-    stream_failure,
-    unreachable,
-)
+from iota.providers._http import HttpProvider
+from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
+from iota.providers._wire import WireHistory, dump, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
 
 DEFAULT_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
 
-# Retries of a request that got no usable response, as in the Anthropic SDK: twice, waiting
-# what the server asks (up to a minute) or else 0.5 s, 1 s, … up to 8 s, less up to a quarter.
-HTTP_RETRIES = 2
-MAX_RETRY_AFTER = 60.0
-FIRST_BACKOFF = 0.5
-MAX_BACKOFF = 8.0
-
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpProvider):
     def __init__(
         self,
         name: str,
@@ -63,50 +43,23 @@ class OpenAIProvider:
         stall_seconds: float = STALL_SECONDS,
         connect_seconds: float = CONNECT_SECONDS,
     ):
-        self.name = name
+        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
         # We ask for usage with include_usage; a server that ignores it gives zeros.
-        self.reports_usage = True
         self._endpoint = (base_url or DEFAULT_URL).rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        # The read timeout is the stall limit: httpx applies it to every read from the socket.
-        self._timeout = httpx.Timeout(stall_seconds, connect=connect_seconds)
-        self._client: httpx.AsyncClient | None = None
+        self._headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {api_key}"} if api_key else {})
+        self._history = WireHistory(wire_messages)
 
-    async def stream(self, request: Request, on_text: OnText) -> Reply:
-        return await retry_until_output(partial(self._attempt, request_body(request)), on_text)
+    def encode(self, request: Request) -> tuple[str, bytes]:
+        system = [dump({"role": "system", "content": request.system})] if request.system else []
+        return self._endpoint, json_object(request_fields(request), "messages", system + self._history.encode(request.messages))
 
-    async def aclose(self) -> None:
-        """Close the pooled connections. The provider opens a new client if it is used again."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+    async def headers(self, url: str, body: bytes) -> dict[str, str]:
+        return self._headers
 
-    async def _attempt(self, body: dict[str, Any], deliver: OnText) -> Reply:
-        if self._client is None:
-            # Loading the CA bundle costs ~50 ms; a plain-HTTP endpoint (Ollama, llama.cpp, the
-            # tests' fake server) never uses it.
-            self._client = httpx.AsyncClient(timeout=self._timeout, verify=self._endpoint.startswith("https:"))
-        for retries_taken in itertools.count():
-            headers: httpx.Headers | None = None
-            retry = True
-            try:
-                async with self._client.stream("POST", self._endpoint, json=body, headers=self._headers) as response:
-                    if response.is_success:
-                        return await self._read(response, deliver)
-                    await response.aread()
-                    failure = http_failure(self.name, response.status_code, _body(response), KEY_VARIABLE)
-                    headers, retry = response.headers, _should_retry(response)
-            # `_read` turns every transport error of the body into another kind, so these are
-            # requests that got no response at all.
-            except httpx.ReadTimeout:
-                raise ResponseStalled() from None  # no byte for the stall limit: never retried
-            except httpx.TransportError as err:
-                failure = unreachable(self.name, self._endpoint, err, httpx)
-            if not retry or retries_taken == HTTP_RETRIES:
-                raise failure
-            await trio.sleep(retry_delay(headers, retries_taken))
+    def credentials_hint(self) -> str:
+        return f"check {KEY_VARIABLE} or providers.{self.name}.key"
 
-    async def _read(self, response: httpx.Response, deliver: OnText) -> Reply:
+    async def read(self, response: httpx.Response, deliver: OnText) -> Reply:
         reading = _Reading(self.name, deliver)
         try:
             async for line in response.aiter_lines():
@@ -118,38 +71,12 @@ class OpenAIProvider:
                     break
                 reading.take(json.loads(data))
         except httpx.TransportError as err:
-            raise body_failure(self.name, err, httpx) from err
+            raise body_failure(self.name, err) from err
         except ValueError as err:
             raise ProviderError(f"{self.name}: the stream sent something unreadable ({one_line(str(err))})") from err
         if not reading.finish_reason:
             raise incomplete(self.name)
         return reading.reply()
-
-
-def _should_retry(response: httpx.Response) -> bool:
-    verdict = response.headers.get("x-should-retry")
-    if verdict in ("true", "false"):
-        return verdict == "true"
-    return response.status_code in (408, 409, 429) or response.status_code >= 500
-
-
-def retry_delay(headers: httpx.Headers | None, retries_taken: int) -> float:
-    """How long to wait before retry number `retries_taken + 1`."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            seconds = float(headers.get(name, "")) * scale if headers is not None else 0.0
-        except ValueError:
-            continue
-        if 0 < seconds <= MAX_RETRY_AFTER:
-            return seconds
-    return min(FIRST_BACKOFF * 2**retries_taken, MAX_BACKOFF) * (1 - 0.25 * random.random())
-
-
-def _body(response: httpx.Response) -> object:
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
 
 
 class _Reading:
@@ -205,10 +132,10 @@ class _Reading:
         return Reply("".join(self._text), self._calls.finish(), usage, stop_reason)
 
 
-def request_body(request: Request) -> dict[str, Any]:
+def request_fields(request: Request) -> dict[str, Any]:
+    """The body of a Chat Completions request, all but the messages."""
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": wire_messages(request.system, request.messages),
         "stream": True,
         "stream_options": {"include_usage": True},
         # OpenAI's current name for the cap; its reasoning models refuse the old `max_tokens`,
@@ -229,14 +156,14 @@ def request_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """iota's messages as Chat Completions messages: the system prompt first, tool calls on the
+def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
+    """iota's messages as Chat Completions messages, each with its index: tool calls on the
     assistant message, each tool result a `tool` message. System and compaction records are not
-    conversation and are left out (the system prompt comes from the request)."""
-    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
+    conversation and are left out (the system prompt comes from the request, first)."""
+    wire: list[tuple[int, dict[str, Any]]] = []
+    for index, message in enumerate(messages):
         if message.role == USER and message.content:  # notices included: to the model they are user text
-            wire.append({"role": "user", "content": message.content})
+            wire.append((index, {"role": "user", "content": message.content}))
         elif message.role == ASSISTANT and (message.content or message.tool_calls):
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
@@ -244,7 +171,7 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
                     for c in message.tool_calls
                 ]
-            wire.append(entry)
+            wire.append((index, entry))
         elif message.role == TOOL:
-            wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+            wire.append((index, {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}))
     return wire

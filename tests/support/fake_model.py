@@ -14,6 +14,10 @@ at `model.url`) can all talk to it, and its scripting API is plain thread-safe P
 
 Each request takes the next scripted answer, whichever dialect asked: `POST /v1/messages` is
 answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
+The same API on the clouds: Vertex's `POST …/publishers/anthropic/models/{model}:streamRawPredict`
+is answered like /v1/messages; Bedrock's `POST /model/{model}/invoke-with-response-stream` gets
+the same events in AWS's binary event-stream framing, and its errors in Bedrock's shape. `POST
+/token` is a Google OAuth token endpoint for a stub credential (see `token_requests`).
 A request with nothing scripted (or to another path) gets a 500 that says so, with
 `x-should-retry: false` so no client retries it, and `assert_no_unexpected()` (called by the
 fixture at teardown) fails the test.
@@ -45,7 +49,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
-import pytest
+from tests.support.fake_cloud import bedrock_failure, bedrock_frames, bedrock_model, cloud_dialect
+
+try:
+    import pytest
+except ImportError:  # the benchmarks run the server from a plain install, without the test extras
+    pytest = None
 
 _OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -126,8 +135,9 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: Any  # the parsed JSON, or the text if it was not JSON
-    dialect: str | None  # "anthropic", "openai", or None for a path the server does not serve
+    dialect: str | None  # "anthropic", "openai", "vertex", "bedrock", or None for a path the server does not serve
     disconnected: bool = False  # the client went away before the server had finished answering
+    raw_body: bytes = b""  # the body as sent (a signature covers these bytes)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def wait_done(self, timeout: float = 5.0) -> bool:
@@ -151,6 +161,8 @@ class FakeModel:
         self.unexpected: list[RecordedRequest] = []
         self._closing = threading.Event()
         self._ids = itertools.count(1)
+        self.token_requests: list[str] = []  # the bodies of the requests to POST /token
+        self.token_lifetime = 3600  # the `expires_in` of the tokens /token hands out
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.model = self  # type: ignore[attr-defined]
@@ -225,6 +237,11 @@ class FakeModel:
         with self._lock:
             return len(self._script)
 
+    def clear_requests(self) -> None:
+        """Forget the requests received so far (a long benchmark would keep every body otherwise)."""
+        with self._lock:
+            self._requests.clear()
+
     def wait_for_request(self, n: int = 1, timeout: float = 5.0) -> RecordedRequest:
         """Block until the server has received `n` requests; return the n-th."""
         deadline = time.monotonic() + timeout
@@ -258,14 +275,20 @@ class FakeModel:
 
     def _serve(self, handler: _Handler) -> None:
         length = int(handler.headers.get("content-length") or 0)
-        raw = handler.rfile.read(length).decode() if length else ""
+        raw_body = handler.rfile.read(length) if length else b""
+        raw = raw_body.decode()
         try:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw
         path = handler.path
-        dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else None
-        record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect)
+        if path == "/token":
+            self._serve_token(handler, raw)
+            return
+        dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else (
+            cloud_dialect(path))
+        record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect,
+                                 raw_body=raw_body)
         with self._lock:
             self._requests.append(record)
             scripted = self._script.popleft() if dialect and self._script else None
@@ -276,13 +299,20 @@ class FakeModel:
             if scripted is None:
                 error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
                 _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})
+            elif isinstance(scripted, _HttpFailure) and dialect == "bedrock":
+                _send_json(handler, scripted.status, *bedrock_failure(*_failure_body(scripted, "anthropic"),
+                                                                      context_too_long=scripted.context_too_long))
             elif isinstance(scripted, _HttpFailure):
-                _send_json(handler, scripted.status, *_failure_body(scripted, dialect))
+                _send_json(handler, scripted.status, *_failure_body(scripted, "anthropic" if dialect == "vertex" else dialect))
             elif isinstance(scripted, _Hang):
                 _StreamWriter(handler, self._closing).wait(lambda: False)
+            elif dialect == "bedrock":
+                frames = bedrock_frames(_anthropic_frames(scripted, bedrock_model(path), self._ids),
+                                        scripted.error_type, scripted.error_message)
+                _StreamWriter(handler, self._closing).run(scripted, frames, content_type="application/vnd.amazon.eventstream")
             else:
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                frames = _anthropic_frames if dialect == "anthropic" else _openai_frames
+                frames = _openai_frames if dialect == "openai" else _anthropic_frames
                 _StreamWriter(handler, self._closing).run(scripted, frames(scripted, model, self._ids))
         except (_ClientGone, OSError):  # OSError: the client went while a plain answer was written
             record.disconnected = True
@@ -290,6 +320,14 @@ class FakeModel:
             pass
         finally:
             record._done.set()
+
+    def _serve_token(self, handler: _Handler, form: str) -> None:
+        """A Google OAuth token endpoint: any request gets a fresh bearer token."""
+        with self._lock:
+            self.token_requests.append(form)
+            token = f"fake-token-{len(self.token_requests)}"
+        handler.close_connection = True
+        _send_json(handler, 200, {"access_token": token, "expires_in": self.token_lifetime, "token_type": "Bearer"}, {})
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -426,11 +464,12 @@ class _StreamWriter:
         self._socket: socket.socket = handler.connection
         self._closing = closing
 
-    def run(self, scripted: _Stream, frames: tuple[list[Step], list[Step], bytes]) -> None:
+    def run(self, scripted: _Stream, frames: tuple[list[Step], list[Step], bytes],
+            content_type: str = "text/event-stream") -> None:
         steps, end, error = frames
         handler = self._handler
         handler.send_response(200)
-        for name, value in (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+        for name, value in (("content-type", content_type), ("cache-control", "no-cache"),
                             ("transfer-encoding", "chunked"), ("connection", "close")):
             handler.send_header(name, value)
         handler.end_headers()
@@ -483,9 +522,10 @@ class _StreamWriter:
                 time.sleep(_POLL)  # bytes we do not expect: do not spin on them
 
 
-@pytest.fixture
-def fake_model() -> Iterator[FakeModel]:
-    """A running fake model server that fails the test if it got a request nothing was scripted for."""
-    with FakeModel() as model:
-        yield model
-        model.assert_no_unexpected()
+if pytest is not None:
+    @pytest.fixture
+    def fake_model() -> Iterator[FakeModel]:
+        """A running fake model server that fails the test if it got a request nothing was scripted for."""
+        with FakeModel() as model:
+            yield model
+            model.assert_no_unexpected()

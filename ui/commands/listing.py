@@ -47,8 +47,9 @@ def render_listing(loaded, what: str, agent_name: str | None = None) -> str:
     else:
         title = "Providers:"
         for name, provider in loaded.providers.items():
-            variable = settings.ENV_KEYS[provider.type]
-            key = f"key from ${variable}" if os.environ.get(variable) else "key in config" if provider.key else (
+            variable = settings.ENV_KEYS.get(provider.type, "")
+            key = settings.CLOUD_CREDENTIALS.get(provider.type) or (
+                f"key from ${variable}" if os.environ.get(variable) else "key in config" if provider.key else
                 f"no key: set {variable}")
             rows.append((name, " · ".join([provider.type, provider.url or "default url", key])))
     if not rows:

@@ -85,7 +85,12 @@ def test_explicit_file_missing(project, tmp_path):
     (BASE + "  coder: {model: gpt, no_save: maybe}\n", 'agents.coder.no_save: want true or false, got "maybe"'),
     (BASE + "  coder: {model: gpt, tools: {shell: {auto_run: 1}}}\n",
      "agents.coder.tools.shell.auto_run: want true or false, got 1"),
-    ("providers:\n  g: {type: gemini}\n", 'providers.g.type: unknown provider type "gemini" (supported: anthropic, openai)'),
+    ("providers:\n  g: {type: gemini}\n",
+     'providers.g.type: unknown provider type "gemini" (supported: anthropic, openai, bedrock, vertex)'),
+    ("providers:\n  aws: {type: bedrock, key: k}\n", "providers.aws.key: key is for anthropic and openai providers, not bedrock"),
+    ("providers:\n  oa: {type: openai, region: us-east-1}\n",
+     "providers.oa.region: region is for bedrock and vertex providers, not openai"),
+    ("providers:\n  aws: {type: bedrock, project_id: p}\n", "providers.aws.project_id: project_id is for vertex providers, not bedrock"),
     (BASE + "  coder: {model: gpt, tools: {code: {read_only: true, auto_write: true}}}\n",
      "agents.coder.tools.code: read_only and auto_write contradict each other: "
      "auto_write approves writes the set does not offer"),
@@ -190,6 +195,16 @@ def test_api_key_environment_wins_then_config_then_error(fake_home, project, mon
     with pytest.raises(MissingAPIKey, match=re.escape(
             "API key is required: set ANTHROPIC_API_KEY or providers.an.key in your config")):
         settings.api_key(loaded.providers["an"], project)
+
+
+def test_bedrock_and_vertex_take_a_region_and_a_project_and_need_no_key(fake_home, project):
+    _, loaded = load_user(fake_home, project, "providers:\n  aws: {type: bedrock, region: eu-west-3}\n"
+                                              "  gcp: {type: vertex, region: us-east5, project_id: my-project}\n")
+    aws, gcp = loaded.providers["aws"], loaded.providers["gcp"]
+
+    assert (aws.type, aws.region, gcp.type, gcp.region, gcp.project_id) == ("bedrock", "eu-west-3", "vertex", "us-east5",
+                                                                             "my-project")
+    assert settings.api_key(aws, project) == "" and settings.api_key(gcp, project) == ""
 
 
 def test_expansion(fake_home, project, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 
 from iota.errors import ProviderRejected
 from iota.messages import Message
-from iota.providers import Request, openai
+from iota.providers import Request, _http, openai
 from iota.providers._streaming import StreamBroke
 from tests.iota.providers.test_anthropic import READ, conversation
 from tests.support.fake_model import tool_call
@@ -128,14 +128,14 @@ def test_usage_may_come_without_cached_tokens_and_the_finish_is_translated():
     [({"retry-after-ms": "250"}, 0.25), ({"retry-after": "2"}, 2.0), ({"retry-after-ms": "x", "retry-after": "1.5"}, 1.5)],
 )
 def test_the_wait_before_a_retry_is_what_the_server_asks(headers, expected):
-    assert openai.retry_delay(httpx.Headers(headers), 0) == expected
+    assert _http.retry_delay(httpx.Headers(headers), 0) == expected
 
 
 @pytest.mark.parametrize("headers", [None, {"retry-after": "3600"}, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}])
 def test_without_a_usable_ask_the_wait_backs_off(headers):
-    wait = openai.retry_delay(httpx.Headers(headers) if headers else None, 2)
+    wait = _http.retry_delay(httpx.Headers(headers) if headers else None, 2)
 
-    assert 0.75 * 4 * openai.FIRST_BACKOFF <= wait <= 4 * openai.FIRST_BACKOFF
+    assert 0.75 * 4 * _http.FIRST_BACKOFF <= wait <= 4 * _http.FIRST_BACKOFF
 
 
 def test_a_chunk_that_is_not_an_object_is_unreadable():

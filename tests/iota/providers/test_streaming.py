@@ -1,4 +1,4 @@
-"""What both providers do alike, each tested in both dialects against the fake model server."""
+"""What every provider does alike, each tested in every dialect against the fake model server."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import trio
 
 from iota.errors import ContextTooLong, ProviderError, ProviderRejected, ResponseStalled
 from iota.messages import Message, Usage
-from iota.providers import RAW_ARGUMENTS_KEY, Request, make_provider
+from iota.providers import RAW_ARGUMENTS_KEY, Request
+from tests.iota.providers.conftest import fake_provider
 from tests.support.fake_model import Gate, tool_call
 
 
@@ -58,7 +59,7 @@ async def test_usage_figures_come_back(fake_model, open_provider, dialect):
 
     reply = await open_provider().stream(hello(), lambda text: None)
 
-    if dialect == "anthropic":
+    if dialect != "openai":
         assert reply.usage == Usage(input=1200, output=34, cache_read=800, cache_write=100)
     else:  # prompt_tokens (2100) counts cached tokens (800); cache writes are not reported apart
         assert reply.usage == Usage(input=1300, output=34, cache_read=800, total=2134)
@@ -104,8 +105,12 @@ async def test_a_bad_key_is_rejected_at_once_with_what_to_check(fake_model, open
     with pytest.raises(ProviderRejected) as caught:
         await open_provider().stream(hello(), lambda text: None)
 
-    key = "ANTHROPIC_API_KEY" if dialect == "anthropic" else "OPENAI_API_KEY"
-    assert str(caught.value) == f"fake: HTTP 401 authentication_error: invalid x-api-key (check {key} or providers.fake.key)"
+    hint = {"anthropic": "check ANTHROPIC_API_KEY or providers.fake.key",
+            "openai": "check OPENAI_API_KEY or providers.fake.key",
+            "bedrock": "check the AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+            "vertex": "check the Google credentials: gcloud auth application-default login, "
+                      "or GOOGLE_APPLICATION_CREDENTIALS"}[dialect]
+    assert str(caught.value) == f"fake: HTTP 401 authentication_error: invalid x-api-key ({hint})"
     assert len(fake_model.requests) == 1
 
 
@@ -196,7 +201,8 @@ async def test_a_slow_drip_is_not_a_stall(fake_model, open_provider):
     assert reply.text == "abc"
 
 
-@pytest.mark.parametrize("dialect, style", [("anthropic", None), ("openai", None), ("openai", "llama.cpp")])
+@pytest.mark.parametrize("dialect, style", [("anthropic", None), ("openai", None), ("openai", "llama.cpp"),
+                                            ("bedrock", None), ("vertex", None)])
 async def test_a_context_too_long_is_its_own_error_and_not_retried(fake_model, open_provider, style):
     fake_model.context_too_long(style=style)
 
@@ -243,12 +249,12 @@ async def test_cancelling_while_waiting_for_the_first_byte_hangs_up(fake_model, 
     assert request.disconnected
 
 
-async def test_an_unreachable_server_is_a_provider_error(dialect):
+async def test_an_unreachable_server_is_a_provider_error(dialect, cloud_credentials):
     with trio.socket.socket() as sock:  # a port that was free a moment ago and refuses now
         await sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}" + ("/v1" if dialect == "openai" else "")
-    provider = make_provider("fake", dialect, "test-key", url, connect_seconds=1.0)
+    provider = fake_provider(dialect, url, connect_seconds=1.0)
 
     with pytest.raises(ProviderError, match=f"^fake: cannot reach http://127.0.0.1:{port}"):
         await provider.stream(hello(), lambda text: None)
