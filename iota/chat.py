@@ -30,7 +30,7 @@ from iota.sessions.bundle import Session
 from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
-from iota.tools.confinement import Confinement
+from iota.tools.confinement import HEADLESS_ONLY, Confinement
 from iota.tools.skills import LoadSkill, Skill, discover
 
 
@@ -212,7 +212,7 @@ def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentCo
     """Refuse, in one line, a chat that would be less confined than the iota that started this one."""
     confinement.check_cwd(cwd)
     if interactive:
-        raise confinement.refuse("it runs only headless, with -m, where nothing is asked")
+        raise confinement.refuse(HEADLESS_ONLY)
     if loaded.explicit_file is not None:
         raise confinement.refuse("-c is refused (a config of its own could unconfine it)")
     if mcp_flags:

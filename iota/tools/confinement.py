@@ -34,6 +34,8 @@ ROOT_VARIABLE = "IOTA_CONFINED_ROOT"
 NETWORK_VARIABLE = "IOTA_CONFINED_NETWORK"
 WRITE_VARIABLE = "IOTA_CONFINED_WRITE"
 
+HEADLESS_ONLY = "it runs only headless, with -m, where nothing is asked"
+
 
 class ConfinementError(ConfigError):
     """What a confined iota refuses to do; the message says it is confined and by what."""
