@@ -86,7 +86,7 @@ class DetailView(urwid.Widget):
         shown.trim(self._top, self._window)
         last = self._top + self._window
         below = f", {total - last} more below" if last < total else ""
-        where = f"{GUTTER}rows {self._top + 1}–{last} of {total}{below} · PgUp/PgDn scroll"
+        where = f"╰ rows {self._top + 1}–{last} of {total}{below} · PgUp/PgDn scroll"
         position = urwid.Text(("choice_title", where), wrap="ellipsis").render((columns,))
         return urwid.CanvasCombine([(shown, None, False), (position, None, False)])
 

@@ -18,7 +18,6 @@ import unicodedata
 # even be encoded, and the Unicode line and paragraph separators.
 HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 KEPT = frozenset("\n\t")
-NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\b": "\\b", "\a": "\\a", "\f": "\\f", "\v": "\\v", "\x00": "\\0"}
 
 
 def escape_controls(text: str) -> str:
@@ -30,7 +29,7 @@ def escape_controls(text: str) -> str:
 def _escaped(char: str) -> str:
     if char in KEPT or unicodedata.category(char) not in HIDDEN_CATEGORIES:
         return char
-    if char in NAMED:
-        return NAMED[char]
+    if char == "\r":
+        return "\\r"
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
