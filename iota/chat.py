@@ -181,9 +181,13 @@ class ChatSetup:
             toolbox.jobs = jobs
             sandboxed = isinstance(sandbox, Sandbox)
             confinement = Confinement(self.project_root, shell.network, tuple(write)) if sandboxed else None
-            toolbox.add(ShellTool(root=self.project_root, jobs=jobs, sandbox=sandbox if sandboxed else None,
-                                  auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0],
-                                  confinement=confinement))
+            tool = ShellTool(root=self.project_root, jobs=jobs, sandbox=sandbox if sandboxed else None,
+                             auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0],
+                             confinement=confinement)
+            if tool.writable_code is not None:
+                self.warnings.append(f"iota's own code is where sandboxed commands can write ({tool.writable_code}): "
+                                     "its commands (iota run -m, iota mcp …) stay in the sandbox")
+            toolbox.add(tool)
             yield toolbox
 
 
@@ -227,8 +231,9 @@ def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentCo
 
 
 def shell_write_paths(shell: settings.ShellOptions, cwd: Path) -> list[str]:
-    """The shell set's `write:` paths, `~` and `${…}` expanded."""
-    return [settings.expand(os.path.expanduser(path), cwd) for path in shell.write]
+    """The shell set's `write:` paths: `~` and `${…}` expanded, made absolute, empties dropped."""
+    expanded = (settings.expand(os.path.expanduser(path.strip()), cwd) for path in shell.write)
+    return [os.path.normpath(os.path.abspath(path)) for path in expanded if path]
 
 
 def _replayed_model(loaded: Config, meta: dict) -> str | None:

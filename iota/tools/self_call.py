@@ -33,7 +33,9 @@ checked here, whatever bash would have made of the line.
 
 The first word is iota when it resolves (on PATH, or as a path from the call's directory) to the
 running iota's executable, whatever it is called: a symlink to it is iota, a copy is not (a copy
-runs inside the sandbox like any program).
+runs inside the sandbox like any program). And there are no self-calls at all when iota's own
+code could have been changed by a sandboxed command — iota installed in a virtualenv inside the
+project, say: `writable_code` finds that, and the shell then treats iota like any program.
 """
 
 from __future__ import annotations
@@ -42,8 +44,13 @@ import os
 import re
 import shlex
 import shutil
+import site
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from iota.tools.confinement import is_inside
 
 _PLAIN = r"[A-Za-z0-9_\-./:=@%+,]"
 _SINGLE_QUOTED = r"'[^'\x00]*'"
@@ -142,3 +149,17 @@ def _headless_run(words: list[str]) -> bool:
         has_message = has_message or flag in MESSAGE
         position += 1
     return has_message and positionals <= 1
+
+
+def writable_code(iota_executable: str, writable: Sequence[str]) -> str | None:
+    """The first place the running iota's code is read from that lies in one of the `writable`
+    directories (where a sandboxed command could change it), or None. Its executable, its
+    interpreter's prefix, the source of its packages and every directory Python imports from
+    (the child iota, started the same way, imports from the same ones)."""
+    sources = [iota_executable, sys.prefix, str(Path(__file__).resolve().parents[2]), *filter(None, sys.path)]
+    if site.ENABLE_USER_SITE:
+        sources.append(site.getusersitepackages())
+    for source in sources:
+        if any(is_inside(Path(source), Path(directory)) for directory in writable):
+            return source
+    return None

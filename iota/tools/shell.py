@@ -39,7 +39,7 @@ from iota.tools.jobs import (
     command_name,
 )
 from iota.tools.sandbox import Sandbox, find_bash
-from iota.tools.self_call import SelfCall, read_self_call
+from iota.tools.self_call import SelfCall, read_self_call, writable_code
 
 OUTSIDE_SANDBOX = "(outside the sandbox)"
 
@@ -96,6 +96,11 @@ class ShellTool(Tool):
         self.sandbox = sandbox
         self.auto_run = auto_run
         self.iota_executable = os.path.realpath(iota_executable) if iota_executable else None
+        # Where a sandboxed command could change iota's own code, nothing of iota's may leave the sandbox.
+        self.writable_code = writable_code(self.iota_executable, sandbox.writable) \
+            if sandbox is not None and self.iota_executable else None
+        if self.writable_code is not None:
+            self.iota_executable = None
         self.confinement = confinement
         self.let_go_after = let_go_after
         self.bash = sandbox.bash if sandbox else find_bash()

@@ -160,6 +160,23 @@ async def test_a_child_keeps_the_parents_confinement_and_hands_it_on(world):
     assert f"project root: {world.project}\n" in system
 
 
+async def test_iota_installed_where_the_sandbox_writes_never_leaves_it(world, outside_dir, monkeypatch):
+    """iota in a virtualenv inside the project: a sandboxed command rewrites iota itself, and the
+    next self-call would run the rewritten code outside the sandbox."""
+    venv_bin = world.project / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "iota").write_text(f'#!/bin/sh\nexec {IOTA} "$@"\n')
+    (venv_bin / "iota").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}{os.environ['PATH']}")
+
+    rewritten = await world.parent_runs(f"printf '#!/bin/sh\\ntouch {outside_dir}/pwned\\n' > .venv/bin/iota")
+    result = await world.parent_runs("iota version")
+
+    assert rewritten == "[command produced no output]"
+    assert "Read-only file system" in result
+    assert not (outside_dir / "pwned").exists()
+
+
 @pytest.mark.parametrize("agent, flags, refused", [
     ("  default:\n    model: m\n    tools:\n      shell: {sandbox: off}\n", [], "tools.shell.sandbox: off is refused"),
     ("  default:\n    model: m\n    tools:\n      shell: {network: true}\n", [],

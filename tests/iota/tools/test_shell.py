@@ -288,9 +288,10 @@ async def test_sixteen_jobs_at_most_and_all_killed_when_the_table_closes(root):
 
 
 @pytest.fixture
-def fake_iota(tmp_path, monkeypatch):
-    """An `iota` on PATH that writes its arguments to $IOTA_TEST_MARK, and a look-alike that is not iota."""
-    bin_dir = tmp_path / "bin"
+def fake_iota(outside_dir, monkeypatch):
+    """An `iota` on PATH that writes its arguments to $IOTA_TEST_MARK, and a look-alike that is not
+    iota; both where no sandboxed command can change them."""
+    bin_dir = outside_dir / "bin"
     bin_dir.mkdir()
     for name in ("iota", "iota-other"):
         (bin_dir / name).write_text('#!/bin/bash\necho "$@" > "$IOTA_TEST_MARK"\n')
@@ -303,9 +304,8 @@ async def test_who_is_asked(root, fake_iota):
     async with open_shell(root, iota_executable=fake_iota) as (sandboxed, _):
         assert sandboxed.approval({"command": "rm -rf build"}) is None
         assert sandboxed.approval({"command": "iota mcp list"}) == "shell iota mcp list (outside the sandbox)"
-        assert sandboxed.approval({"command": "../bin/iota run x -m 'a; b'"}) == (
-            "shell ../bin/iota run x -m 'a; b' (outside the sandbox)"
-        )
+        by_path = f"{os.path.relpath(fake_iota, root)} run x -m 'a; b'"  # from the call's directory
+        assert sandboxed.approval({"command": by_path}) == f"shell {command_name(by_path)} (outside the sandbox)"
         assert sandboxed.approval({"command": "iota mcp list | head"}) is None
         assert sandboxed.approval({"command": "iota-other mcp list"}) is None
         assert sandboxed.target({"command": "iota mcp list", "cwd": "sub", "background": True}) == (
