@@ -1,6 +1,7 @@
 """A chat's parts, put together from the config: the agent, its session (or a bot's one
 session, lock and memory), the hooks of its mode, and what the card and the transcript show
-first. The interactive run calls this behind its first screen; benchmarks call it directly.
+first. The interactive run calls this behind its first screen, after asking whether to trust
+the project's config file (`settle_project_trust`); benchmarks call it directly.
 """
 
 from __future__ import annotations
@@ -16,17 +17,20 @@ from typing import Callable
 from actors.commands import COMMANDS, resume_opening
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
+from actors.lane import Lane
 from actors.memory_watcher import MemoryWatcher
 from actors.supervisor import ChatParts
 from iota import __version__
 from iota.bots import bot as bots
-from iota.config import settings
+from iota.config import settings, trust
 from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import IotaError
 from iota.hosts import detect, host_lines
 from iota.memory.file import MemoryFile
+from iota.memory.provenance import typed_by_person
+from iota.messages import Message
 from iota.sessions.bundle import Session, list_sessions, resolve_session, session_label
 from iota.tools.remember import Remember
 
@@ -73,7 +77,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
-        before_send=[chat.watcher.before_send, compactor.before_send if compactor else CompactionOffer()],
+        before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
+                     compactor.before_send if compactor else CompactionOffer()],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
         recover=compactor.recover if compactor else None,
         on_start=[compactor.check] if compactor else [])
@@ -90,6 +95,7 @@ class _Opened:
     opening: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     compactor: BotCompactor | None = None
+    typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
 
     @property
     def bot(self) -> bool:
@@ -124,10 +130,11 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     memory = MemoryFile(setup.agent.name, start.dir)
     watcher = MemoryWatcher(setup, memory)
     warnings = watcher.refresh_memory()
-    remember = Remember(memory)
-    setup.extra_tools.append(remember)
     session = start.session
     conversation = Conversation.from_session(session)
+    typed = _TypedByPerson(conversation)
+    remember = Remember(memory, project=setup.project_root.name, typed_by_person=typed)
+    setup.extra_tools.append(remember)
     opening = [] if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
@@ -141,7 +148,40 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed)
+
+
+class _TypedByPerson:
+    """What the person typed in this chat, for `remember`'s check of a `[user]` line: their
+    messages in the conversation, and the one being sent now, which joins the conversation only
+    once its turn is kept. Its `before_send` runs first among the lane's hooks."""
+
+    def __init__(self, conversation: Conversation):
+        self.conversation = conversation
+        self.sending: Message | None = None
+
+    async def before_send(self, lane: Lane, user: Message) -> None:
+        self.sending = user
+
+    def __call__(self) -> list[str]:
+        messages = self.conversation.messages
+        if self.sending is not None and not any(message is self.sending for message in messages):
+            messages = [*messages, self.sending]
+        return typed_by_person(messages)
+
+
+def settle_project_trust(loaded: Config, choose: ChooseOne, load: Callable[[], Config]) -> Config:
+    """Ask whether to trust the project's config file when it wants something risky and was never
+    decided for its present content; remember the answer and `load` the config again under it.
+    Esc decides nothing: the risky entries stay out of this run, and the next start asks again."""
+    review = loaded.project_review
+    if review is None or not review.pending:
+        return loaded
+    answer = choose(trust.question(review), trust.ANSWERS)
+    if answer is None:
+        return loaded
+    trust.record(review, (trust.TRUST, trust.IGNORE)[answer])
+    return load()
 
 
 def _pick_session(choose: ChooseOne | None) -> Path:

@@ -2,9 +2,10 @@
 
 Tiers. `~/.iota.yaml` (else `~/.iota.yml`) is the user's; `./.iota.yaml` (else `.yml`) in the
 working directory is merged over it, whole entry by whole entry, each of the four top-level maps
-on its own. `-c FILE` is read alone, with no tiers. A file that cannot be read or is not YAML is
-skipped with a warning; a file that is YAML but says something wrong fails the load (see
-config_audit for the key audit, which runs on the raw document first).
+on its own — less its risky entries until the person trusts it (iota.config.trust). `-c FILE`
+is read alone, with no tiers. A file that cannot be read or is not YAML is skipped with a
+warning; a file that is YAML but says something wrong fails the load (see config_audit for the
+key audit, which runs on the raw document first).
 
 Layers. An agent names a model, a model names a provider. Four parameters — context_window,
 effort, temperature, top_p — are layered: the agent's value wins over the model's, which wins
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from iota import paths
+from iota.config import trust
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
@@ -278,6 +280,7 @@ class Config:
     explicit_file: Path | None = None   # given with -c
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, Path] = field(default_factory=dict)  # "agents.coder" → the file that defined it
+    project_review: trust.Review | None = None  # the project file's trust, unless it is the user's own
 
     @property
     def files(self) -> list[Path]:
@@ -289,7 +292,8 @@ class Config:
 
 
 def load(cwd: Path, explicit: Path | None = None) -> Config:
-    """Load the config a run in `cwd` would use (or `explicit` alone), checked and decoded."""
+    """Load the config a run in `cwd` would use (or `explicit` alone), checked and decoded. A
+    project file the person has not trusted loses its risky entries (see iota.config.trust)."""
     config = Config()
     if explicit is not None:
         explicit = Path(os.path.abspath(explicit))
@@ -298,30 +302,60 @@ def load(cwd: Path, explicit: Path | None = None) -> Config:
         tiers = [("explicit_file", explicit)]
     else:
         tiers = [("user_file", paths.user_config_path()), ("project_file", paths.project_config_path(cwd))]
+    user_document: dict | None = None
     for attribute, path in tiers:
         if attribute != "explicit_file" and not path.exists():
             continue
-        document = _read_yaml(path, config.warnings)
-        if document is _UNREADABLE:
+        read = _read_yaml(path, config.warnings)
+        if read is _UNREADABLE:
             continue
+        document, data = read
         audit_document(path, document)
+        document = document or {}
+        if attribute == "user_file":
+            user_document = document
+        elif attribute == "project_file":
+            document = _trusted_part(config, path, data, document, user_document, cwd)
+            if document is None:
+                continue
         setattr(config, attribute, path)
-        _merge(config, path, document or {})
+        _merge(config, path, document)
     _check_references(config)
     return config
+
+
+def _trusted_part(config: Config, path: Path, data: bytes, document: dict, user_document: dict | None,
+                  cwd: Path) -> dict | None:
+    """What of the project file applies: all of it once trusted (or when it is the person's own
+    file, seen from their home directory), none of it when they chose to ignore it, else all but
+    its risky entries. The review and its one-line warning go on `config`."""
+    user_file = paths.user_config_path()
+    if user_file.exists() and os.path.samefile(path, user_file):
+        return document
+    review = trust.review(path, data, document, user_document, cwd)
+    config.project_review = review
+    line = trust.warning(review)
+    if line:
+        config.warnings.append(line)
+    if review.trusted:
+        return document
+    return None if review.ignored else trust.without(document, review.left_out)
 
 
 _UNREADABLE = object()
 
 
 def _read_yaml(path: Path, warnings: list[str]) -> Any:
+    """The file's document and its bytes (the trust of a project file is for these exact bytes),
+    or _UNREADABLE after a warning."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         warnings.append(f"config {path}: cannot be read ({_reason(error)}); skipped")
         return _UNREADABLE
     try:
-        return yaml.safe_load(text)
+        return yaml.safe_load(text), data
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -29,6 +29,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from iota.memory.provenance import comparable
 from iota.memory.secrets import secret_kind
 from iota.tools.base import ToolError
 
@@ -174,9 +175,10 @@ def make_line(text: str, source: str, today: str) -> str:
     return line
 
 
-def _comparable(line: str) -> str:
-    """An entry's text for spotting duplicates: tag, date, case and spacing ignored."""
-    return " ".join(normalize(line).casefold().split())
+def _comparable(line: str) -> tuple[str, ...]:
+    """An entry's text for spotting duplicates: tag, date, case, punctuation, articles and the
+    word "user" ignored, so "The user likes tea." repeats "User likes tea"."""
+    return comparable(normalize(line))
 
 
 # -- sections -------------------------------------------------------------------------------------
@@ -202,6 +204,21 @@ def parse_section(raw: str) -> str:
 def project_of(name: str) -> str | None:
     """The project a `Project: <name>` heading is about, else None."""
     return name[len(PROJECT):].strip() if name.startswith(PROJECT) else None
+
+
+def check_scope(section: str | None, made_in: str | None) -> None:
+    """Refuse an edit in another project's section. A chat sees its own project's section only,
+    so an edit elsewhere is blind at best — and at worst a file of this project planting a line
+    that another project's chats will read as their own."""
+    about = project_of(section) if section is not None else None
+    if about is None or about == made_in:
+        return
+    if made_in is None:
+        raise MemoryRefusal(f"## {section} is a project's section, and this chat runs in no project: its lines "
+                            f"can be added or changed only from there. Nothing was written")
+    raise MemoryRefusal(f"## {section} is another project's section, and this chat runs in project "
+                        f"{go_quote(made_in)}: its lines can be added or changed only from there. Nothing was "
+                        f'written; file it under "{PROJECT} {made_in}", or under "{USER}" if it holds everywhere')
 
 
 def _rank(name: str) -> int | None:
@@ -332,6 +349,11 @@ class MemoryDoc:
                 return index
         return None
 
+    def section_name(self, index: int) -> str | None:
+        """The name of the section line `index` is in; None ahead of the first section."""
+        start = self.section_start(index)
+        return heading(self.body[start]) if start is not None else None
+
     def label_at(self, index: int) -> str:
         """`MEMORY.md ## <name>` for the section line `index` is in, `MEMORY.md` ahead of the first."""
         start = self.section_start(index) if self.body else None
@@ -356,11 +378,16 @@ class MemoryDoc:
 
 # -- the edits ------------------------------------------------------------------------------------
 
+# Every edit names the project the chat that makes it runs in (the project directory's name, the
+# one the memory block is scoped to; None outside any): a `## Project: X` section is X's alone.
+
+
 @dataclass(frozen=True)
 class Add:
     text: str
     source: str      # "user" | "inferred"
     section: str     # a heading name from parse_section
+    made_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -368,11 +395,13 @@ class Replace:
     old: str
     text: str
     source: str
+    made_in: str | None = None
 
 
 @dataclass(frozen=True)
 class Remove:
     old: str
+    made_in: str | None = None
 
 
 Edit = Add | Replace | Remove
@@ -397,6 +426,7 @@ def apply(current: str | None, bot: str, edit: Edit, today: str) -> Applied:
     old_body = doc.body_text() if current is not None else ""
 
     if isinstance(edit, Add):
+        check_scope(edit.section, edit.made_in)
         line = make_line(edit.text, edit.source, today)
         duplicate = doc.find_duplicate(edit.section, line)
         if duplicate is not None:
@@ -407,10 +437,12 @@ def apply(current: str | None, bot: str, edit: Edit, today: str) -> Applied:
     elif isinstance(edit, Replace):
         line = make_line(edit.text, edit.source, today)
         at = doc.find_one(edit.old)
+        check_scope(doc.section_name(at), edit.made_in)
         was, doc.body[at] = doc.body[at], line
         change, shown = "~1 line", f"{line} (was: {was})"
     else:
         at = doc.find_one(edit.old)
+        check_scope(doc.section_name(at), edit.made_in)
         shown = doc.body.pop(at)
         # The line above the removed one is in its section (the heading, at worst).
         at, change = max(at - 1, 0), "-1 line"

@@ -2,9 +2,9 @@
 
 A tool has a name, a description and a JSON schema for its arguments (what the model sees),
 an `approval` check (what the user is asked, if anything; `approval_request` gathers the whole
-question) and `run`. A tool that cannot do what
-it was asked raises `ToolError`; the toolbox turns that, and any other exception, into an error
-*result* the model reads. Tool failures never end a turn.
+question) and `run`. A tool that cannot do what it was asked raises `ToolError`; the toolbox
+turns that, and any other exception, into an error *result* the model reads. Tool failures never
+end a turn.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
     glob, grep, list_dir, read_file    readers: run side by side, never ask
     edit_file, write_file              writers: one at a time, ask unless auto_write
 
-The parts: `code_set` (the root's jail, the read-before-write ledger, the caps), `code_walk`
-(the .gitignore-aware walk and glob patterns), `code_read` and `code_write` (the tools). This
-module puts a set together.
+The parts: `code_paths` (the jail: paths judged after resolving links, files opened without
+following one), `code_set` (the read-before-write ledger, the caps), `code_walk` (the
+.gitignore-aware walk and glob patterns), `code_read` and `code_write` (the tools). This module
+puts a set together. What no writer may touch is `iota.tools.protected`, shared with the shell's
+sandbox.
 """
 
 from __future__ import annotations

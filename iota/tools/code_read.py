@@ -7,8 +7,10 @@ the rest.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from typing import Any
 
 from iota.tools.base import ToolError, ToolResult
@@ -23,11 +25,11 @@ from iota.tools.code_set import (
     join_within_cap,
     looks_binary,
     numbered,
-    read_prefix,
     split_lines,
     text_arg,
 )
-from iota.tools.code_walk import glob_regex, listing, walk_files
+from iota.tools.code_paths import Target, open_failure, open_regular_at, read_prefix
+from iota.tools.code_walk import Found, glob_regex, listing, walk_files
 
 GLOB_RESULTS = 200  # glob shows this many of its newest matches
 GLOB_CANDIDATES = 10_000  # and stops collecting matches past this many
@@ -44,15 +46,19 @@ _SEARCH_BASE = {
 _FILE_PATH = {"type": "string", "description": "File path, relative to the project root."}
 
 
-def search_base(tool: CodeTool, args: dict[str, Any]) -> str:
-    """The directory a glob, grep or list_dir call works in: the root unless `path` names another."""
+def search_base(tool: CodeTool, args: dict[str, Any]) -> Target:
+    """The directory a glob, grep or list_dir call works in: the root unless `path` names another.
+
+    Resolved like every path, so a link to `/` or to the home directory is refused, not searched."""
     raw = text_arg(args, "path")
-    if not raw.strip():
-        return tool.code.root
-    path = tool.code.resolve(raw)
-    if not os.path.isdir(path):
-        raise ToolError(f"not a directory: {raw}")
-    return path
+    base = tool.code.locate(raw if raw.strip() else ".")
+    try:
+        os.close(tool.code.open_directory(base))
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise ToolError(f"not a directory: {raw}") from None
+        raise ToolError(f"cannot list {base.shown}: {error.strerror}") from None
+    return base
 
 
 class Reader(CodeTool):
@@ -90,13 +96,13 @@ class Glob(Reader):
         base = search_base(self, args)
 
         hits: list[tuple[int, str]] = []
-        for entry, rel in walk_files(self.code.root, base):
-            if regex.match(rel):
+        for found in walk_files(self.code, base):
+            if regex.match(found.rel):
                 try:
-                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                    mtime = found.stat().st_mtime_ns
                 except OSError:
                     mtime = 0
-                hits.append((mtime, rel))
+                hits.append((mtime, found.rel))
                 if len(hits) >= GLOB_CANDIDATES:
                     break
         if not hits:
@@ -114,7 +120,8 @@ class Grep(Reader):
     description = (
         "Search file contents under the project root with a regular expression (Python re syntax), line by "
         'line. Output lines are "path:line: text"; context lines use "-" instead of ":". Binary files, files '
-        "over 10 MB, .git and paths ignored by the root .gitignore are skipped. Stops after 100 matches."
+        "over 10 MB, symlinks, .git and paths ignored by the root .gitignore are skipped. Stops after 100 "
+        "matches."
     )
     parameters = {
         "type": "object",
@@ -155,10 +162,11 @@ class Grep(Reader):
         used = 0
         matches = 0
         stopped = False
-        for entry, rel in walk_files(self.code.root, base):
-            if include_regex and not include_regex.match(rel if "/" in include else entry.name):
+        for found in walk_files(self.code, base):
+            rel = found.rel
+            if include_regex and not include_regex.match(rel if "/" in include else found.name):
                 continue
-            lines = _searchable_lines(entry)
+            lines = _searchable_lines(found)
             if lines is None:
                 continue
             hits = []
@@ -188,12 +196,16 @@ class Grep(Reader):
         return ToolResult(text)
 
 
-def _searchable_lines(entry: os.DirEntry[str]) -> list[str] | None:
-    """A file's lines for grep, or None for one it skips: too big, binary or unreadable."""
+def _searchable_lines(found: Found) -> list[str] | None:
+    """A file's lines for grep, or None for one it skips: a link (grep reads no file through
+    one, like ripgrep), too big, binary or unreadable."""
+    if found.is_link:
+        return None
     try:
-        if entry.stat().st_size > GREP_MAX_FILE_BYTES:
+        if found.stat().st_size > GREP_MAX_FILE_BYTES:
             return None
-        data, _ = read_prefix(entry.path, GREP_MAX_FILE_BYTES)
+        fd = open_regular_at(found.dir_fd, found.name, os.O_RDONLY, seen_regular=True)
+        data = read_prefix(fd, GREP_MAX_FILE_BYTES)
     except OSError:
         return None
     if looks_binary(data):
@@ -235,26 +247,35 @@ class ListDir(Reader):
     def call(self, args: dict[str, Any]) -> ToolResult:
         directory = search_base(self, args)
         try:
-            entries = listing(self.code.root, directory)
+            entries, total = listing(self.code, directory, DIR_ENTRIES)
         except OSError as error:
-            raise ToolError(f"cannot list {self.code.shown(directory)}: {error.strerror}") from None
+            raise ToolError(f"cannot list {directory.shown}: {error.strerror}") from None
         if not entries:
             return ToolResult("[directory is empty]")
-        rows = [_entry_row(entry, is_dir) for entry, is_dir in entries[:DIR_ENTRIES]]
+        rows = [_entry_row(name, seen) for name, seen in entries]
         text, shown = join_within_cap(rows)
-        if shown < len(entries):
-            text += f"\n[showing {shown} of {len(entries)} entries]"
+        if shown < total:
+            text += f"\n[showing {shown} of {total} entries]"
         return ToolResult(text)
 
 
-def _entry_row(entry: os.DirEntry[str], is_dir: bool) -> str:
-    # The link's own size, and a link to a directory is not listed as one: links are not followed.
-    if is_dir:
-        return f"{entry.name}/"
-    try:
-        return f"{entry.name} ({byte_count(entry.stat(follow_symlinks=False).st_size)})"
-    except OSError:
-        return entry.name
+def _entry_row(name: str, seen: os.stat_result | None) -> str:
+    """`src/`, `a.py (1.2 KB)`, or `pipe (fifo)` for what is neither file nor directory.
+
+    A link shows its own size, and a link to a directory is not listed as one: links are not
+    followed."""
+    if seen is None:
+        return name  # gone since the scan
+    mode = seen.st_mode
+    if stat.S_ISDIR(mode):
+        return f"{name}/"
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return f"{name} ({byte_count(seen.st_size)})"
+    if stat.S_ISFIFO(mode):
+        return f"{name} (fifo)"
+    if stat.S_ISSOCK(mode):
+        return f"{name} (socket)"
+    return f"{name} (device)"
 
 
 class ReadFile(Reader):
@@ -274,17 +295,18 @@ class ReadFile(Reader):
     }
 
     def call(self, args: dict[str, Any]) -> ToolResult:
-        path = self.code.resolve(text_arg(args, "path"))
-        shown = self.code.shown(path)
+        target = self.code.locate(text_arg(args, "path"))
+        shown = target.shown
         try:
-            data, size = read_prefix(path, MAX_FILE_BYTES)
+            data, seen = self.code.read(target, MAX_FILE_BYTES)
         except OSError as error:
-            raise ToolError(f"cannot read {shown}: {error.strerror}") from None
+            raise open_failure("read", shown, error) from None
+        size = seen.st_size
         if looks_binary(data):
             raise ToolError(f"{shown} looks like a binary file ({byte_count(size)}); read_file only serves text")
         # Stamped before the window is checked: an offset past the end still showed the model
         # how long the file is, which is a read.
-        self.code.note_read(path)
+        self.code.note_read(target, seen)
         if not data:
             return ToolResult("[file is empty]")
         text = _numbered_window(split_lines(data.decode(errors="replace")), args, shown)

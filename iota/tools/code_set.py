@@ -1,5 +1,5 @@
-"""What the six `code` tools share: the project root with its lexical jail, the read-before-write
-ledger, the caps, and the small text helpers they all format with.
+"""What the six `code` tools share: the project root with its jail (`code_paths`), the
+read-before-write ledger, the caps, and the small text helpers they all format with.
 
 One `CodeSet` is made per toolset instance, so the ledger is shared by that set's readers and
 writers and by nothing else: a file read through another chat's tools does not count here.
@@ -12,12 +12,15 @@ is guarded by a lock.
 from __future__ import annotations
 
 import os
+import re
 import threading
+import unicodedata
 from typing import Any
 
 import trio
 
 from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.code_paths import Jail, Target
 
 # Every cap below is the Rust iota's, so the model sees the same limits whichever iota it runs in.
 MAX_OUTPUT = 65536  # bytes of tool output per call
@@ -27,62 +30,38 @@ BINARY_SNIFF = 8000  # a NUL in this many leading bytes makes a file binary
 FOOTER_ROOM = 256
 
 
-class CodeSet:
-    """The root, the approval policy and the read ledger of one `code` toolset."""
+class CodeSet(Jail):
+    """The jail, the approval policy and the read ledger of one `code` toolset."""
 
     def __init__(self, root: os.PathLike[str] | str, *, auto_write: bool):
-        # abspath cleans `..` and `.` lexically; symlinks are deliberately left unresolved so the
-        # jail judges the path the model wrote, and a root reached through a link stays that root.
-        self.root = os.path.abspath(root)
+        super().__init__(root)
         self.auto_write = auto_write
         self._reads: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def resolve(self, arg: str) -> str:
-        """The absolute, cleaned path for a model's `path` argument, or a refusal if it leaves the root.
-
-        Lexical only: the target need not exist (write_file creates it) and links are not followed.
-        """
-        cleaned = arg.strip()
-        if not cleaned:
-            raise ToolError("missing required argument: path")
-        path = os.path.normpath(os.path.join(self.root, cleaned))
-        if os.path.commonpath([self.root, path]) != self.root:
-            raise ToolError(f"path is outside the project root ({self.root}): {arg}")
-        return path
-
-    def shown(self, path: str) -> str:
-        """How a path inside the root is named in results: relative to the root, `.` for the root."""
-        return os.path.relpath(path, self.root)
-
-    def note_read(self, path: str) -> None:
-        """Record the mtime of a file read_file served (or a writer just wrote)."""
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError:
-            return
+    def note_read(self, target: Target, seen: os.stat_result) -> None:
+        """Record the mtime of a file read_file served (or a writer just wrote), from the stat
+        of the descriptor it was read or written through."""
         with self._lock:
-            self._reads[path] = mtime
+            self._reads[target.path] = seen.st_mtime_ns
 
-    def require_fresh_read(self, path: str) -> None:
-        """Refuse to modify a file the model has not read, or that changed since it read it.
+    def require_fresh_read(self, target: Target, current: os.stat_result) -> None:
+        """Refuse to modify a file the model has not read, or that changed since it read it;
+        `current` is the stat of the descriptor the write is about to go through.
 
         Writing blind is how an agent clobbers a person's edits; comparing the mtime catches both
         a file never looked at and one that an editor or a command changed after the read.
         """
         with self._lock:
-            stamp = self._reads.get(path)
-        shown = self.shown(path)
+            stamp = self._reads.get(target.path)
         if stamp is None:
             raise ToolError(
-                f"{shown} has not been read in this session — read it with read_file before modifying it"
+                f"{target.shown} has not been read in this session — read it with read_file before modifying it"
             )
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError as error:
-            raise ToolError(f"cannot access {shown}: {error.strerror}") from None
-        if mtime != stamp:
-            raise ToolError(f"{shown} changed on disk after it was read — read it again before modifying it")
+        if current.st_mtime_ns != stamp:
+            raise ToolError(
+                f"{target.shown} changed on disk after it was read — read it again before modifying it"
+            )
 
 
 class CodeTool(Tool):
@@ -101,9 +80,9 @@ class CodeTool(Tool):
         raise NotImplementedError
 
     def target(self, args: dict[str, Any]) -> str:
-        """The file or directory the call is about, as the results name it."""
+        """The file or directory the call is about, as the results name it: the real one."""
         try:
-            return self.code.shown(self.code.resolve(text_arg(args, "path") or "."))
+            return self.code.locate(text_arg(args, "path") or ".").shown
         except ToolError:
             return text_arg(args, "path")
 
@@ -151,10 +130,25 @@ def looks_binary(data: bytes) -> bool:
     return b"\0" in data[:BINARY_SNIFF]
 
 
-def read_prefix(path: str, limit: int) -> tuple[bytes, int]:
-    """The first `limit` bytes of a file and its whole size."""
-    with open(path, "rb") as file:
-        return file.read(limit), os.fstat(file.fileno()).st_size
+# Anything but a tab and printable ASCII is looked at; most text has little of it.
+_UNUSUAL = re.compile(r"[^\t\x20-\x7e]")
+# Controls, format characters (bidi overrides, zero-width and tag characters) and line and
+# paragraph separators: what a terminal does not show as itself.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def visible(text: str) -> str:
+    """`text` with the characters that would not show as themselves written as escapes
+    (`\\x1b`, `\\u202e`), for what the person approves: an escape sequence or a bidi override
+    in a diff line must not hide what the line says."""
+    return _UNUSUAL.sub(_escape_hidden, text)
+
+
+def _escape_hidden(match: re.Match[str]) -> str:
+    char = match.group()
+    if unicodedata.category(char) in _HIDDEN_CATEGORIES:
+        return char.encode("unicode_escape").decode("ascii")
+    return char
 
 
 def split_lines(text: str) -> list[str]:

@@ -7,6 +7,7 @@ filter and the root `.gitignore` all use it, so a pattern means the same thing e
 
 Only the root `.gitignore` is honoured (nested ones and git's global excludes are not), and it
 is read again on every call so an edit to it applies at once. `.git` is skipped at any depth.
+The walk goes through directory descriptors from the jail (`code_paths`) and follows no link.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from iota.tools.base import ToolError
+from iota.tools.code_paths import DIRECTORY_FLAGS, Jail, Target
+
+# Rules past this much of a `.gitignore` are not read (one of that size is not a real one).
+GITIGNORE_MAX_BYTES = 1024 * 1024
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -100,12 +107,14 @@ class GitIgnore:
                 continue  # git ignores a line it cannot parse, and so do we
 
     @classmethod
-    def of_root(cls, root: str) -> GitIgnore:
+    def of_root(cls, jail: Jail) -> GitIgnore:
+        """The root's `.gitignore`, read through the jail: a FIFO there, or a link out of the
+        project, counts as no `.gitignore` rather than hanging or leaking every walk."""
         try:
-            with open(os.path.join(root, ".gitignore"), encoding="utf-8", errors="replace") as file:
-                return cls(file.read())
-        except OSError:
+            data, _ = jail.read(jail.locate(".gitignore"), GITIGNORE_MAX_BYTES)
+        except (OSError, ToolError):
             return cls()
+        return cls(data.decode(errors="replace"))
 
     def ignores(self, rel: str, is_dir: bool) -> bool:
         """Whether the root-relative path `rel` (with `/` separators) is ignored."""
@@ -117,16 +126,32 @@ class GitIgnore:
         return False
 
 
-def relative_to(root: str, path: str) -> str:
-    """`path` relative to `root` with `/` separators, or "" for the root itself."""
-    rel = os.path.relpath(path, root)
-    return "" if rel == "." else rel.replace(os.sep, "/")
+@dataclass(frozen=True)
+class Found:
+    """One file or link a walk found. `dir_fd` is its directory, open only while the walk
+    stands at this entry: it is what the file is opened relative to, never its whole name."""
+
+    entry: os.DirEntry[str]  # from a scan of `dir_fd`: its type needs no system call
+    rel: str  # root-relative, with `/` separators
+    dir_fd: int
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def is_link(self) -> bool:
+        return self.entry.is_symlink()
+
+    def stat(self) -> os.stat_result:
+        """The entry's own stat (a link's, not its target's)."""
+        return self.entry.stat(follow_symlinks=False)
 
 
-def _visible(ignore: GitIgnore, directory: str, rel_dir: str) -> list[tuple[os.DirEntry[str], str, bool]]:
-    """The entries of one directory in name order, as (entry, root-relative path, is a directory),
-    without `.git` and what `.gitignore` ignores."""
-    with os.scandir(directory) as scan:
+def _visible(ignore: GitIgnore, dir_fd: int, rel_dir: str) -> list[tuple[os.DirEntry[str], str, bool]]:
+    """The entries of one open directory in name order, as (entry, root-relative path, is a
+    directory), without `.git` and what `.gitignore` ignores."""
+    with os.scandir(dir_fd) as scan:
         entries = sorted(scan, key=lambda entry: entry.name)
     visible = []
     for entry in entries:
@@ -140,31 +165,65 @@ def _visible(ignore: GitIgnore, directory: str, rel_dir: str) -> list[tuple[os.D
     return visible
 
 
-def walk_files(root: str, base: str) -> Iterator[tuple[os.DirEntry[str], str]]:
-    """Every file under `base` (a directory inside `root`), depth first in name order, as
-    (entry, root-relative path).
+def walk_files(jail: Jail, base: Target) -> Iterator[Found]:
+    """Every regular file and link under `base` (a directory inside the root), depth first in
+    name order. FIFOs, sockets and devices are not yielded.
 
-    `.git` and the directories `.gitignore` ignores are not entered, but `base` itself always is:
-    a search the model points into an ignored directory on purpose is honoured. Links are not
-    followed; a link is yielded like a file. Unreadable directories are skipped quietly.
+    The walk goes by directory descriptors and never follows a link, so a link to `/` or to the
+    home directory is one entry, not a way out, and a cycle of links is no cycle. `.git` and the
+    directories `.gitignore` ignores are not entered, but `base` itself always is: a search the
+    model points into an ignored directory on purpose is honoured. Unreadable directories, and
+    one swapped for a link while the walk runs, are skipped quietly.
     """
-    ignore = GitIgnore.of_root(root)
+    ignore = GitIgnore.of_root(jail)
 
-    def walk(directory: str, rel_dir: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+    def walk(dir_fd: int, rel_dir: str) -> Iterator[Found]:
         try:
-            visible = _visible(ignore, directory, rel_dir)
+            visible = _visible(ignore, dir_fd, rel_dir)
         except OSError:
             return
         for entry, rel, is_dir in visible:
             if is_dir:
-                yield from walk(entry.path, rel)
-            else:
-                yield entry, rel
+                try:
+                    child = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    continue
+                try:
+                    yield from walk(child, rel)
+                finally:
+                    os.close(child)
+            elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                yield Found(entry, rel, dir_fd)
 
-    return walk(base, relative_to(root, base))
+    try:
+        base_fd = jail.open_directory(base)
+    except OSError:
+        return
+    try:
+        yield from walk(base_fd, _relative(base))
+    finally:
+        os.close(base_fd)
 
 
-def listing(root: str, directory: str) -> list[tuple[os.DirEntry[str], bool]]:
-    """One directory level as (entry, is a directory), filtered like the walk."""
-    visible = _visible(GitIgnore.of_root(root), directory, relative_to(root, directory))
-    return [(entry, is_dir) for entry, _, is_dir in visible]
+def listing(jail: Jail, directory: Target, limit: int) -> tuple[list[tuple[str, os.stat_result | None]], int]:
+    """The first `limit` entries of one directory level as (name, its own stat, None if it
+    vanished), filtered like the walk, and how many there are in all; OSError if the directory
+    cannot be opened."""
+    dir_fd = jail.open_directory(directory)
+    try:
+        visible = _visible(GitIgnore.of_root(jail), dir_fd, _relative(directory))
+        return [(entry.name, _own_stat(entry)) for entry, _, _ in visible[:limit]], len(visible)
+    finally:
+        os.close(dir_fd)
+
+
+def _own_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def _relative(target: Target) -> str:
+    """A target's root-relative path with `/` separators, or "" for the root itself."""
+    return "" if target.shown == "." else target.shown.replace(os.sep, "/")

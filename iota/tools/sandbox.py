@@ -32,6 +32,7 @@ import trio
 
 from iota import paths
 from iota.errors import IotaError
+from iota.tools.protected import protected_paths
 
 # The bwrap arguments every command starts with: the root read-only, devices and a fresh /proc,
 # and the sandbox dies with iota.
@@ -53,7 +54,7 @@ class Sandbox:
     # Candidates in order; each is bound only if it is a directory when the command starts, so a
     # `write:` path created later is picked up and one removed later does not break every call.
     writable: tuple[str, ...]
-    # `<root>/.git/hooks` and `<root>/.git/config`, bound read-only over the writable root when present.
+    # `protected_paths(root)`, each bound read-only over the writable root when present.
     protected: tuple[str, ...]
     network: bool
     # Set by the probe where plain namespaces are refused but a user namespace makes them work.
@@ -111,11 +112,6 @@ def writable_paths(root: os.PathLike[str] | str, write: Sequence[str] = ()) -> t
     candidates += [os.path.expanduser(path.strip()) if path.strip() else "" for path in write]
     cleaned = (os.path.normpath(os.path.abspath(path)) for path in candidates if path)
     return tuple(dict.fromkeys(cleaned))
-
-
-def protected_paths(root: os.PathLike[str] | str) -> tuple[str, ...]:
-    git = os.path.join(os.path.normpath(os.path.abspath(root)), ".git")
-    return (os.path.join(git, "hooks"), os.path.join(git, "config"))
 
 
 async def probe_sandbox(

@@ -1,4 +1,5 @@
-"""`iota config check|path|init`: check the config a run would load, print where it is, write the starter."""
+"""`iota config check|path|init`: check the config a run would load (and what of an untrusted
+project file it leaves out, and why), print where it is, write the starter."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from pathlib import Path
 
 from iota import paths
+from iota.config import trust
 from iota.errors import EXIT_OK
 from ui.commands.shared import load_config
 
@@ -31,7 +33,11 @@ def config_command(args: argparse.Namespace) -> int:
     if args.config is not None:
         print(f"config: {loaded.explicit_file} (given with -c; the only scope)")
     else:
+        review = loaded.project_review
         print(f"user config: {loaded.user_file or '(absent)'}")
-        print(f"project config: {loaded.project_file or '(absent)'}")
+        print(f"project config: {loaded.project_file or (review.path if review else '(absent)')}")
+        if review is not None:
+            for line in trust.report(review):
+                print(line)
     print(loaded.counts())
     return EXIT_OK

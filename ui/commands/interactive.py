@@ -2,9 +2,10 @@
 
 The first screen is drawn before anything heavy is imported: the card shows what is known (the
 directory), and the config, the session and the chat's modules load in a worker thread behind
-it; then the card is redrawn with the mode and the session, and the chat runs under the
-supervisor on the app's channels. The slowest part — the Anthropic SDK — loads behind that
-again, while the person types.
+it (asking first whether to trust a project's `.iota.yaml` that wants risky things); then the
+card is redrawn with the mode and the session, and the chat runs under the supervisor on the
+app's channels. The slowest part — the Anthropic SDK — loads behind that again, while the
+person types.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from actors.events import Card, Choose
 from iota import __version__
 from iota.errors import EXIT_INTERRUPTED
 from ui.app import ChatApp
-
-
 
 
 def run_interactive(args: argparse.Namespace) -> int:
@@ -82,9 +81,14 @@ async def _choose_once(events: trio.MemorySendChannel, title: str, options: tupl
 
 
 def _load(args: argparse.Namespace, cleanup: ExitStack, choose):
-    """Load the config and open the chat (in a worker thread, behind the first screen)."""
+    """Load the config and open the chat (in a worker thread, behind the first screen). A project
+    file not yet trusted is asked about first: until the answer, the load has left out its risky
+    entries, so no server of it has started and no provider of it has been contacted."""
     from iota.config import settings
-    from ui.chat_parts import open_chat
+    from ui.chat_parts import open_chat, settle_project_trust
 
-    loaded = settings.load(Path.cwd(), args.config)
+    def load():
+        return settings.load(Path.cwd(), args.config)
+
+    loaded = settle_project_trust(load(), choose, load)
     return open_chat(args, loaded, cleanup, choose, config_warnings=loaded.warnings)

@@ -144,8 +144,9 @@ async def test_choose_argument_errors_are_one_line_error_results_and_nobody_is_a
 # ---- which chats have the toolset --------------------------------------------------------------
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / ".iota.yaml").write_text(
+def project(tmp_path: Path, fake_home: Path) -> Path:
+    # The person's own file: a project's file would not be trusted with a provider.
+    (fake_home / ".iota.yaml").write_text(
         "providers:\n  fake: {type: openai, url: 'http://127.0.0.1:9', key: k}\n"
         "models:\n  m: {provider: fake, id: fake-model}\n"
         "agents:\n  chat: {model: m}\n  quiet: {model: m, tools: {ask: false}}\n")

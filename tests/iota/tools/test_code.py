@@ -4,6 +4,7 @@ six tools, driven through a Toolbox the way the agent loop calls them."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import threading
 import time
@@ -194,18 +195,67 @@ async def test_an_empty_path_is_a_missing_argument(box, name):
     assert await refused(box, "read_file") == "missing required argument: path"
 
 
-async def test_symlinks_are_not_resolved(tmp_path, root, box):
+async def test_paths_are_judged_after_resolving_symlinks(tmp_path, root, box):
     elsewhere = write(tmp_path / "elsewhere" / "f.txt", "outside\n")
     (root / "link").symlink_to(elsewhere.parent)
-    # Lexically inside the root, so it is served even though the link leads out.
-    assert await ok(box, "read_file", path="link/f.txt") == "     1\toutside"
-    # A root reached through a link is that root, not its target.
+    # Lexically inside the root, but the link leads out: refused, and the message says why.
+    assert await refused(box, "read_file", path="link/f.txt") == (
+        f"path is outside the project root ({root}): link/f.txt (a symlink leads to {elsewhere})")
+    # A link that stays inside is followed, and the real file is what results name.
+    write(root / "src" / "a.txt", "a\n")
+    (root / "alias.txt").symlink_to("src/a.txt")
+    assert await ok(box, "read_file", path="alias.txt") == "     1\ta"
+    assert code_tools(root)[3].target({"path": "alias.txt"}) == "src/a.txt"
+    # A root reached through a link is that root: its own paths and the real ones both lead in.
     (tmp_path / "alias").symlink_to(root)
-    write(root / "a.txt", "a\n")
     aliased = Toolbox(code_tools(tmp_path / "alias"))
-    assert await ok(aliased, "read_file", path=str(tmp_path / "alias" / "a.txt")) == "     1\ta"
-    message = await refused(aliased, "read_file", path=str(root / "a.txt"))
-    assert message.startswith(f"path is outside the project root ({tmp_path / 'alias'}): ")
+    assert await ok(aliased, "read_file", path=str(tmp_path / "alias" / "src" / "a.txt")) == "     1\ta"
+    assert await ok(aliased, "read_file", path=str(root / "src" / "a.txt")) == "     1\ta"
+    message = await refused(aliased, "read_file", path="../elsewhere/f.txt")
+    assert message == f"path is outside the project root ({tmp_path / 'alias'}): ../elsewhere/f.txt"
+
+
+async def test_a_write_through_a_link_inside_the_root_lands_on_the_real_file(root, box):
+    write(root / "src" / "a.txt", "one\n")
+    (root / "alias.txt").symlink_to("src/a.txt")
+    (root / "planned.txt").symlink_to("src/new/b.txt")  # dangling: the real target is created
+    await ok(box, "read_file", path="alias.txt")
+    # One ledger entry for the real file, whichever name read it.
+    assert await ok(box, "edit_file", path="src/a.txt", old_string="one", new_string="two") == (
+        "1 replacement(s) in src/a.txt\n\n     1\ttwo")
+    assert await ok(box, "write_file", path="planned.txt", content="b") == "wrote 1 B to src/new/b.txt (created)"
+    assert (root / "alias.txt").is_symlink() and (root / "src" / "new" / "b.txt").read_text() == "b"
+
+
+async def test_a_cycle_of_links_in_a_path_is_a_clear_error(root, box):
+    (root / "loop").symlink_to("loop")
+    assert await refused(box, "read_file", path="loop/x") == "cannot read loop/x: Too many levels of symbolic links"
+    assert await refused(box, "write_file", path="loop/x", content="x") == (
+        "cannot write loop/x: Too many levels of symbolic links")
+
+
+async def test_a_nul_byte_in_a_path_is_refused_not_a_crash(root, box):
+    assert await refused(box, "read_file", path="a\0b") == "path contains a NUL byte: 'a\\x00b'"
+    assert code_tools(root)[5].approval({"path": "a\0b", "content": "x"}) is None
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", ".git/commondir", ".git",
+                                  "vendor/lib/.git/config", ".GIT/config", ".iota.yaml", ".iota.yml"])
+async def test_writers_refuse_protected_paths_but_readers_serve_them(root, box, path):
+    if path != ".git":
+        write(root / path, "[core]\n")
+        await ok(box, "read_file", path=path)
+    message = f"{path} is protected: the code tools never write inside .git, the project's .iota.yaml or ~/.iota " \
+              "— ask the user to change it"
+    assert await refused(box, "write_file", path=path, content="x") == message
+    assert await refused(box, "edit_file", path=path, old_string="core", new_string="x") == message
+    assert code_tools(root)[5].approval({"path": path, "content": "x"}) is None
+
+
+async def test_a_link_to_a_protected_path_is_refused_by_its_real_name(root, box):
+    write(root / ".git" / "config", "[core]\n")
+    (root / "settings.ini").symlink_to(".git/config")
+    assert (await refused(box, "write_file", path="settings.ini", content="x")).startswith(".git/config is protected")
 
 
 # ---- read_file ----
@@ -278,6 +328,17 @@ async def test_read_file_reads_the_first_20_mb(root, box):
     content = await ok(box, "read_file", path="big.txt", offset=20)
     # Twenty whole lines are in the first 20 MB; the twenty-first is never seen.
     assert content.endswith("…\n[showing lines 20-20 of 20]\n[file is 21.0 MB; only the first 20 MB was read]")
+
+
+async def test_read_file_serves_regular_files_only(root, box, monkeypatch):
+    (root / "src").mkdir()
+    os.mkfifo(root / "pipe")
+    monkeypatch.chdir(root)  # a socket's path must be short
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind("sock")
+        assert await refused(box, "read_file", path="sock") == "sock is not a regular file"
+    assert await refused(box, "read_file", path="pipe") == "pipe is not a regular file"
+    assert await refused(box, "read_file", path="src") == "src is a directory"
 
 
 # ---- the ledger ----
@@ -419,6 +480,10 @@ async def test_write_file_refusals(root, box):
     assert await refused(box, "write_file", path="pipe", content="x") == "pipe is not a regular file"
     assert await refused(box, "write_file", path="a.txt") == "missing required argument: content"
     assert await ok(box, "write_file", path="empty.txt", content="") == "wrote 0 B to empty.txt (created)"
+    assert await refused(box, "write_file", path="empty.txt/x", content="") == (
+        "cannot write empty.txt/x: Not a directory")
+    assert await refused(box, "edit_file", path="nope.txt", old_string="a", new_string="b") == (
+        "cannot edit nope.txt: No such file or directory")
 
 
 # ---- glob ----
@@ -507,6 +572,35 @@ async def test_glob_output_fits_the_cap(root, box):
     shown = rows.count("\n") + 1
     assert 100 < shown < 200
     assert footer == f"[showing the {shown} newest of 200 matches; narrow the pattern to see the rest]"
+
+
+async def test_walks_list_links_skip_fifos_and_never_follow_a_link(root, box):
+    write(root / "a.txt", "hit\n")
+    os.mkfifo(root / "pipe")
+    (root / "cycle").symlink_to(".")
+    (root / "disk").symlink_to("/")
+    (root / "file-link").symlink_to("a.txt")
+    assert sorted((await ok(box, "glob", pattern="**")).split("\n")) == ["a.txt", "cycle", "disk", "file-link"]
+    # grep reads no file through a link, not even one to a file in the project.
+    assert await ok(box, "grep", pattern="hit") == "a.txt:1: hit"
+    assert await ok(box, "grep", pattern="hit", path="cycle") == "a.txt:1: hit"
+    assert await refused(box, "grep", pattern="hit", path="disk") == (
+        f"path is outside the project root ({root}): disk (a symlink leads to /)")
+
+
+async def test_list_dir_marks_what_is_neither_file_nor_directory(root, box, monkeypatch):
+    os.mkfifo(root / "pipe")
+    monkeypatch.chdir(root)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind("sock")
+        assert await ok(box, "list_dir") == "pipe (fifo)\nsock (socket)"
+
+
+async def test_a_gitignore_link_out_of_the_project_is_not_read(tmp_path, root, box):
+    write(tmp_path / "outside-rules", "*.txt\n")
+    (root / ".gitignore").symlink_to(tmp_path / "outside-rules")
+    write(root / "a.txt", "")
+    assert await ok(box, "glob", pattern="*.txt") == "a.txt"
 
 
 # ---- grep ----
@@ -609,3 +703,63 @@ async def test_list_dir_output_fits_the_cap(root, box):
     rows, footer = content.rsplit("\n", 1)
     assert len(rows.encode()) <= 65536
     assert footer == f"[showing {rows.count(chr(10)) + 1} of 400 entries]"
+
+
+# ---- what the writers' approvals show ----
+
+
+@pytest.fixture
+def writers(root):
+    tools = {tool.name: tool for tool in code_tools(root)}
+    return tools["edit_file"], tools["write_file"]
+
+
+def test_edit_file_approval_shows_the_diff_or_why_there_is_none(root, writers):
+    edit, _ = writers
+    write(root / "a.txt", "x = 1\nx = 1\n")
+    assert edit.approval_detail({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2", "replace_all": True}) == (
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-x = 1\n-x = 1\n+x = 2\n+x = 2")
+    assert edit.approval_detail({"path": "a.txt", "old_string": "x = 1", "new_string": "y"}) == (
+        "[nothing to show: old_string appears 2 times in a.txt; extend it with surrounding context to make it "
+        "unique, or set replace_all]")
+    assert edit.approval_detail({"path": "nope.txt", "old_string": "a", "new_string": "b"}) == (
+        "[nothing to show: cannot edit nope.txt: No such file or directory]")
+    # Refused without asking, so there is nothing to detail.
+    assert edit.approval_detail({"path": "../a.txt", "old_string": "a", "new_string": "b"}) == ""
+    assert edit.approval_detail({"path": ".git/config", "old_string": "a", "new_string": "b"}) == ""
+
+
+def test_write_file_approval_shows_the_diff_against_the_real_file(root, writers):
+    _, write_file = writers
+    write(root / "src" / "a.txt", "old\n")
+    (root / "a-link").symlink_to("src/a.txt")
+    assert write_file.approval_detail({"path": "a-link", "content": "new\n"}) == (
+        "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-old\n+new")
+    assert write_file.approval_detail({"path": "src/a.txt", "content": "old\n"}) == "[no change]"
+    assert write_file.approval_detail({"path": "empty.txt", "content": ""}) == "[a new, empty file]"
+    assert write_file.approval_detail({"path": "x.txt"}) == "[nothing to show: missing required argument: content]"
+
+
+def test_write_file_approval_over_a_file_too_big_to_diff_shows_the_new_content(root, writers, monkeypatch):
+    _, write_file = writers
+    monkeypatch.setattr(code_write, "MAX_FILE_BYTES", 8)
+    write(root / "big.txt", "0123456789\n")
+    assert write_file.approval_detail({"path": "big.txt", "content": "small\n"}) == (
+        "[big.txt is over 0 MB: its whole content is replaced by]\n--- a/big.txt\n+++ b/big.txt\n@@ -0,0 +1 @@\n+small")
+
+
+async def test_a_long_diff_is_cut_with_a_footer_that_counts_the_rest(root, box, writers):
+    content = "".join(f"line {n:05d} " + "x" * 90 + "\n" for n in range(2000))
+    detail = writers[1].approval_detail({"path": "long.txt", "content": content})
+    shown, footer = detail.rsplit("\n", 1)
+    assert len(shown.encode()) <= 65536
+    assert footer == f"[diff cut here: {2003 - (shown.count(chr(10)) + 1)} more lines not shown]"
+    result = await box.call("write_file", {"path": "long.txt", "content": content})
+    assert result.display == detail
+
+
+def test_diffs_escape_what_a_terminal_would_not_show(root, writers):
+    label = writers[1].approval({"path": "a\x1b[2K.txt", "content": ""})
+    assert label == "write_file a\\x1b[2K.txt"
+    detail = writers[1].approval_detail({"path": "b.txt", "content": "ok\u202e)lave(\r\ntab\tstays\n"})
+    assert detail.endswith("+ok\\u202e)lave(\n+tab\tstays")

@@ -33,9 +33,13 @@ def memory(tmp_path):
     return MemoryFile("coder", tmp_path / "coder")
 
 
+# What the person typed in the conversation these tests run in: what backs their `[user]` lines.
+TYPED = ["I prefer tabs", "z", "x", "one more thing", "my anthropic key is sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123"]
+
+
 @pytest.fixture
 def box(memory):
-    return Toolbox([Remember(memory, today=lambda: DAY)])
+    return Toolbox([Remember(memory, project="iota", typed_by_person=lambda: TYPED, today=lambda: DAY)])
 
 
 async def error_of(box, args) -> str:

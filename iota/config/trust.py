@@ -1,0 +1,325 @@
+"""Trust of a project's config file: what in it is risky, and what the person decided about it.
+
+A `.iota.yaml` (or `.iota.yml`) in the working directory arrives with the directory: a cloned
+repository brings one, and so can a command the sandboxed shell ran. Merged over the person's own
+file, it could point a provider at a server that collects the API key, start an MCP server
+outside the sandbox at the next start, or let an agent run commands without asking. So a project
+file is untrusted until the person trusts it, and until then iota leaves out every entry that
+holds something risky ("a finding"):
+
+    providers.<name>            every entry: it says where requests and the API key go
+    mcp_servers.<name>          every entry: it starts a program, or connects somewhere, unsandboxed
+    models.<name>.provider      naming a provider this file defines
+    agents.<name>               tools weaker than the person's entry of that name, or than the
+                                defaults for a new agent (sandbox: off, network, write, env_keep,
+                                auto_run, auto_write); a system_file outside the project; replacing
+                                the person's bot; naming a model, provider or MCP server left out
+    any entry                   a `${env:…}` reference, which copies a variable of the person's
+                                environment into the value
+
+An entry is left out whole, so the person's entry of the same name (if any) stays in force.
+
+The decision is the person's: the interactive start asks once (Trust / Ignore this file) and
+~/.iota/trusted.json remembers the answer for that file path and the SHA-256 of its bytes, so a
+changed file asks again. "Ignore this file" leaves the whole file out. Headless runs cannot ask:
+they leave the risky entries out and say so in one line.
+
+Everything here is a pure function of the documents, except `decisions` and `record`, which read
+and write trusted.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from iota import paths
+from iota.config.audit import check_sandbox_mode
+
+TRUSTED_FILE = "trusted.json"
+TRUST, IGNORE = "trust", "ignore"
+ANSWERS = ("Trust", "Ignore this file")   # the question's options, in the order of TRUST, IGNORE
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One risky thing in a project file."""
+
+    entry: str    # the entry left out for it: `providers.evil`, `agents.coder`
+    key: str      # the key that holds it: `agents.coder.tools.shell.auto_run`
+    reason: str   # what it would do: `runs commands without asking`
+
+    def describe(self) -> str:
+        """`agents.coder: tools.shell.auto_run runs commands without asking`."""
+        inner = self.key[len(self.entry) + 1:] if self.key.startswith(self.entry + ".") else ""
+        return f"{self.entry}: {inner} {self.reason}" if inner else f"{self.entry}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Review:
+    """A project file as read, what is risky in it, and the person's decision for this content."""
+
+    path: Path
+    digest: str                      # SHA-256 of the file's bytes, hex
+    findings: tuple[Finding, ...]
+    decision: str | None             # TRUST, IGNORE, or None: never decided for these bytes
+
+    @property
+    def trusted(self) -> bool:
+        return not self.findings or self.decision == TRUST
+
+    @property
+    def ignored(self) -> bool:
+        """The person chose to leave the whole file out."""
+        return bool(self.findings) and self.decision == IGNORE
+
+    @property
+    def pending(self) -> bool:
+        """There is something to ask about, and it was never asked for this content."""
+        return bool(self.findings) and self.decision is None
+
+    @property
+    def left_out(self) -> list[str]:
+        """The entries left out while the file is not trusted, in the file's order."""
+        return list(dict.fromkeys(finding.entry for finding in self.findings))
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path) -> Review:
+    """The review of project file `path` whose bytes are `data` and parsed document `project`,
+    merged over the person's document `user` (None when there is none), in `cwd`."""
+    path = Path(os.path.abspath(path))
+    hashed = digest(data)
+    findings = tuple(find_risks(project, user, cwd))
+    decided = decisions().get(str(path), {})
+    decision = decided.get("decision") if decided.get("sha256") == hashed else None
+    return Review(path, hashed, findings, decision if decision in (TRUST, IGNORE) else None)
+
+
+def without(document: dict, entries: list[str]) -> dict:
+    """`document` with the entries named `section.name` left out (a copy; the input is kept)."""
+    kept = {section: dict(value) if isinstance(value, dict) else value for section, value in document.items()}
+    for entry in entries:
+        section, _, name = entry.partition(".")
+        if isinstance(kept.get(section), dict):
+            kept[section].pop(name, None)
+    return kept
+
+
+# -- what is risky ---------------------------------------------------------------------------------
+
+
+def find_risks(project: Any, user: Any, cwd: Path) -> list[Finding]:
+    """Every finding in the project document: providers, MCP servers, models, then agents (a
+    `${env:…}` reference with its entry). Later sections see what earlier ones left out, so a
+    model on a left-out provider is left out too, and an agent on that model."""
+    project, user = _mapping(project), _mapping(user)
+    found: list[Finding] = []
+    for name, entry in _section(project, "providers").items():
+        found.append(Finding(f"providers.{name}", f"providers.{name}", _provider_risk(_mapping(entry))))
+    for name, entry in _section(project, "mcp_servers").items():
+        found.append(Finding(f"mcp_servers.{name}", f"mcp_servers.{name}", _server_risk(_mapping(entry))))
+    # Whatever this file alone defines in those two sections is left out, always.
+    own_providers = set(_section(project, "providers")) - set(_section(user, "providers"))
+    own_servers = set(_section(project, "mcp_servers")) - set(_section(user, "mcp_servers"))
+    for name, entry in _section(project, "models").items():
+        provider = entry.partition(":")[0] if isinstance(entry, str) else _mapping(entry).get("provider")
+        if provider in own_providers:
+            found.append(Finding(f"models.{name}", f"models.{name}.provider",
+                                 f"uses provider {provider}, which this file defines"))
+        found += _environment_risks(f"models.{name}", entry)
+    left_out_models = {f.entry.partition(".")[2] for f in found if f.entry.startswith("models.")}
+    lost_models = left_out_models - set(_section(user, "models"))
+    for name, entry in _section(project, "agents").items():
+        mine = _section(user, "agents").get(name, False)
+        found += _agent_risks(f"agents.{name}", _mapping(entry), mine, cwd, lost_models, own_providers, own_servers)
+        found += _environment_risks(f"agents.{name}", entry)
+    return found
+
+
+def _provider_risk(entry: dict) -> str:
+    if entry.get("url"):
+        return f"sends your requests and API key to {entry['url']}"
+    if entry.get("key"):
+        return f"sends your requests to the {entry.get('type', 'provider')} API with a key this file chooses"
+    return "defines where your requests go"
+
+
+def _server_risk(entry: dict) -> str:
+    if entry.get("command"):
+        words = [str(entry["command"]), *(str(arg) for arg in entry.get("args") or [])]
+        return f"starts `{' '.join(words)}` outside the sandbox at every start"
+    if entry.get("url"):
+        return f"connects to {entry['url']} at every start"
+    return "adds an MCP server whose tools run without asking"
+
+
+# The toolset keys that loosen confinement, with what a looser value does. A key is a finding when
+# the project's value is looser than the person's own entry of that agent (or the default).
+_LOOSER_FLAGS = {
+    ("code", "auto_write"): "writes files without asking",
+    ("shell", "auto_run"): "runs commands without asking",
+    ("shell", "network"): "gives commands the network",
+}
+_WIDER_LISTS = {
+    ("shell", "write"): "lets commands write {}",
+    ("shell", "env_keep"): "passes {} to commands",
+}
+
+
+def _agent_risks(entry_name: str, entry: dict, mine: Any, cwd: Path, lost_models: set[str],
+                 own_providers: set[str], own_servers: set[str]) -> list[Finding]:
+    """The findings of one agent entry; `mine` is the person's entry of that name (False: none)."""
+    found: list[Finding] = []
+
+    def add(key: str, reason: str) -> None:
+        found.append(Finding(entry_name, f"{entry_name}.{key}", reason))
+
+    if mine is not False and _mapping(mine).get("mode") == "bot":
+        add("mode", f"replaces your bot {entry_name.partition('.')[2]}")
+    theirs, ours = _mapping(entry.get("tools")), _mapping(_mapping(mine).get("tools"))
+    if _sandbox_off(_options(theirs, "shell").get("sandbox", "auto")) and \
+            not _sandbox_off(_options(ours, "shell").get("sandbox", "auto")):
+        add("tools.shell.sandbox", "runs commands outside the sandbox")
+    for (toolset, key), reason in _LOOSER_FLAGS.items():
+        if _options(theirs, toolset).get(key) is True and _options(ours, toolset).get(key) is not True:
+            add(f"tools.{toolset}.{key}", reason)
+    for (toolset, key), reason in _WIDER_LISTS.items():
+        added = [item for item in _texts(_options(theirs, toolset).get(key))
+                 if item not in _texts(_options(ours, toolset).get(key))]
+        if added:
+            add(f"tools.{toolset}.{key}", reason.format(", ".join(added)))
+    system_file = entry.get("system_file")
+    if isinstance(system_file, str) and not _inside(system_file, cwd):
+        add("system_file", f"reads {system_file} into the system prompt, from outside the project")
+    for key in ("model", "choices"):
+        for model in _texts(entry.get(key)):
+            provider, colon, _ = model.partition(":")
+            if model in lost_models:
+                add(key, f"uses model {model}, which is left out")
+            elif colon and provider in own_providers:
+                add(key, f"uses provider {provider}, which this file defines")
+    for server in _texts(entry.get("mcp_servers")):
+        if server in own_servers:
+            add("mcp_servers", f"uses MCP server {server}, which this file defines")
+    return found
+
+
+def _sandbox_off(value: Any) -> bool:
+    try:
+        return check_sandbox_mode(value) == "off"
+    except ValueError:
+        return False  # a wrong value fails the load with its own message
+
+
+def _inside(path: str, cwd: Path) -> bool:
+    """Whether a `system_file` surely names a file inside the project: a plain relative path (no
+    `~`, no `${…}`) whose real path, symlinks resolved, lies under the working directory."""
+    if path.startswith("~") or "${" in path or os.path.isabs(path):
+        return False
+    root = os.path.realpath(cwd)
+    return os.path.commonpath([root, os.path.realpath(os.path.join(root, path))]) == root
+
+
+_ENV_REFERENCE = re.compile(r"\$\{env:([^}]*)\}")
+
+
+def _environment_risks(entry_name: str, entry: Any, where: str = "") -> list[Finding]:
+    """A `${env:NAME}` anywhere in the entry, at the key that holds it."""
+    if isinstance(entry, dict):
+        return [finding for key, value in entry.items()
+                for finding in _environment_risks(entry_name, value, f"{where}.{key}" if where else str(key))]
+    if isinstance(entry, list):
+        return [finding for value in entry for finding in _environment_risks(entry_name, value, where)]
+    if isinstance(entry, str):
+        return [Finding(entry_name, f"{entry_name}.{where}" if where else entry_name,
+                        f"copies ${{env:{name}}} from your environment") for name in _ENV_REFERENCE.findall(entry)]
+    return []
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _section(document: dict, name: str) -> dict[str, Any]:
+    return {str(key): value for key, value in _mapping(document.get(name)).items()}
+
+
+def _options(tools: dict, toolset: str) -> dict:
+    return _mapping(tools.get(toolset))
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    return [str(value)] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else []
+
+
+# -- what the person is told -----------------------------------------------------------------------
+
+
+def question(review: Review) -> str:
+    """The interactive question, every finding on a line of its own."""
+    lines = [f"{review.path} is not trusted yet. Trusted, it would:"]
+    lines += [f"  {finding.describe()}" for finding in review.findings]
+    lines.append("Trust it? Ignore leaves the whole file out. The answer holds until the file changes.")
+    return "\n".join(lines)
+
+
+def warning(review: Review) -> str | None:
+    """The one line a run shows about the file, or None when it is trusted."""
+    if review.trusted:
+        return None
+    if review.ignored:
+        return f"project config {review.path}: ignored, as you chose (iota asks again when it changes)"
+    return (f"project config {review.path} is not trusted: left out {', '.join(review.left_out)} "
+            "(`iota config check` says why; start iota here in a terminal to trust it)")
+
+
+def report(review: Review) -> list[str]:
+    """What `iota config check` says about the file's trust, after its `project config:` line."""
+    if not review.findings:
+        return []
+    if review.decision == TRUST:
+        return ["  trusted (its providers, MCP servers and tool settings apply)"]
+    if review.ignored:
+        return ["  ignored as a whole, as you chose (iota asks again when it changes)"]
+    return ["  not trusted; these entries are left out until you trust it in an interactive start:",
+            *(f"    {finding.describe()}" for finding in review.findings)]
+
+
+# -- the decisions on disk -------------------------------------------------------------------------
+
+
+def trusted_path() -> Path:
+    return paths.app_home() / TRUSTED_FILE
+
+
+def decisions() -> dict[str, dict]:
+    """trusted.json's decisions by file path. A missing or damaged file trusts nothing."""
+    try:
+        document = json.loads(trusted_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = document.get("files") if isinstance(document, dict) else None
+    return {path: value for path, value in files.items() if isinstance(value, dict)} if isinstance(files, dict) else {}
+
+
+def record(review: Review, decision: str) -> None:
+    """Remember `decision` (TRUST or IGNORE) for this file's path and content, replacing any earlier
+    one for the path. The file is replaced whole, so a crash leaves the old decisions or the new."""
+    from iota.sessions.bundle import write_atomically  # only a decision being saved needs it
+
+    files = decisions()
+    files[str(review.path)] = {"sha256": review.digest, "decision": decision}
+    trusted_path().parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"files": files}, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomically(trusted_path(), text.encode())
