@@ -350,19 +350,14 @@ async def test_allow_for_this_session_is_not_asked_again(open_lane, fake_model, 
     assert (project / "a.md").read_text() == "a" and (project / "b.md").read_text() == "b"
 
 
-async def test_the_approval_prompt_carries_the_whole_of_what_it_approves(open_lane, fake_model, project,
-                                                                          monkeypatch):
-    """Whatever a tool says a yes approves (here a stand-in for write_file's own diff) reaches the face."""
-    from iota.tools.code_write import WriteFile
-
-    monkeypatch.setattr(WriteFile, "approval_detail", lambda self, args: f"+++ {args['path']}\n+{args['content']}")
-    fake_model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes"}, id="w1")])
+async def test_the_approval_prompt_carries_the_whole_of_what_it_approves(open_lane, fake_model, project):
+    fake_model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"}, id="w1")])
     fake_model.reply("Finished.")
     async with open_lane(agent="coder") as chat:
         chat.submit("write notes")
         choose = (await chat.until(Choose))[-1]
         assert (choose.title, choose.detail) == ("write_file notes.md wants to modify files — allow?",
-                                                 "+++ notes.md\n+# Notes")
+                                                 "--- a/notes.md\n+++ b/notes.md\n@@ -0,0 +1 @@\n+# Notes")
         await choose.reply.send(2)
         await chat.until(TurnEnded)
 
