@@ -2,7 +2,7 @@
 
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
-    turn lane ──Choose(title, options, reply channel)──► face ──index or None──► the waiting job
+    turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     status ──Status(...)──► face
 
@@ -125,12 +125,15 @@ class Panel:
 @dataclass(frozen=True)
 class Choose:
     """A select the person answers: the approval prompt (`<label> wants to modify files —
-    allow?` with Allow once / Allow for this session / Deny), the /session and /model pickers.
-    The chosen option's index goes back on `reply`; Esc sends None."""
+    allow?` or `… wants to run a command — allow?`, with Allow once / Allow for this session /
+    Deny), the /session and /model pickers. `detail` is what an approval approves — the whole
+    command, the diff — shown in full before the options. The chosen option's index goes back on
+    `reply`; Esc sends None."""
 
     title: str
     options: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
+    detail: str = ""
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.sessions.bundle import Session
-from iota.tools.base import ToolResult, Toolbox
+from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
 # ---- jobs ------------------------------------------------------------------------------------
 
@@ -285,16 +285,19 @@ class Lane:
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
                          queued=len(self.inbox)))
 
-    async def _ask_approval(self, tool_name: str, label: str) -> Decision:
-        answer = await self.ask(f"{label} wants to modify files — allow?", tuple(d.value for d in APPROVAL_OPTIONS),
-                                ping=f"{label} wants to modify files")
+    async def _ask_approval(self, request: ApprovalRequest) -> Decision:
+        """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""
+        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in APPROVAL_OPTIONS),
+                                ping=request.question, detail=request.detail)
         return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
 
-    async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None) -> int | None:
+    async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
+                  detail: str = "") -> int | None:
         """Show a select and wait for the answer (None: Esc). While it waits, the host shows the
-        chat as needing input, and `ping` (if given) asks for attention."""
+        chat as needing input, and `ping` (if given) asks for attention. `detail` is shown in
+        full between the title and the options."""
         send, receive = trio.open_memory_channel(1)
-        self.emit(Choose(title, options, send))
+        self.emit(Choose(title, options, send, detail))
         before = self._running
         self.set_running("Waiting for your answer")
         try:

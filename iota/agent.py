@@ -23,7 +23,7 @@ import trio
 from iota.messages import ASSISTANT, TOOL, Message, ToolCall
 from iota.providers.base import Provider, Request
 from iota.sessions.log import repair_tail
-from iota.tools.base import DECLINED, ToolResult, Toolbox, headless_refusal
+from iota.tools.base import DECLINED, ApprovalRequest, ToolResult, Toolbox, headless_refusal
 
 CANCELLED_RESULT = "[command cancelled]"
 
@@ -34,27 +34,35 @@ class Decision(enum.Enum):
     DENY = "Deny"
 
 
-# Asked for each gated call: (tool name, label such as `edit_file src/a.py`) → the person's answer.
-AskApproval = Callable[[str, str], Awaitable[Decision]]
+# Asked for each gated call: the whole question → the person's answer.
+AskApproval = Callable[[ApprovalRequest], Awaitable[Decision]]
 
 
 class Approvals:
-    """The approval policy of one process. "Allow for this session" grants the whole tool name
-    until the process exits; nothing is remembered on disk."""
+    """The approval policy of one process; nothing is remembered on disk.
 
-    def __init__(self, ask: AskApproval | None):
+    "Allow for this session" grants what the request's `grant` names until the process exits:
+    the whole tool for the code tools, as the reference does (their writes stay inside the
+    project whatever is granted), but only the exact command for the shell, since a grant of
+    every later command would let anything at all run unasked."""
+
+    def __init__(self, ask: AskApproval | None, on_refused: Callable[[ApprovalRequest], None] | None = None):
         self._ask = ask  # None in a headless run: every gated call is refused
-        self._granted: set[str] = set()
+        self._on_refused = on_refused  # a headless run tells the person what it refused
+        self._granted: set[tuple[str, str | None]] = set()
 
-    async def check(self, tool_name: str, label: str) -> ToolResult | None:
+    async def check(self, request: ApprovalRequest) -> ToolResult | None:
         """None when the call may run, else the result the model reads instead."""
-        if tool_name in self._granted:
+        granted = (request.tool_name, request.grant)
+        if granted in self._granted:
             return None
         if self._ask is None:
-            return ToolResult(headless_refusal(tool_name), is_error=True)
-        decision = await self._ask(tool_name, label)
+            if self._on_refused is not None:
+                self._on_refused(request)
+            return ToolResult(request.refusal or headless_refusal(request.tool_name), is_error=True)
+        decision = await self._ask(request)
         if decision is Decision.ALLOW_SESSION:
-            self._granted.add(tool_name)
+            self._granted.add(granted)
         if decision is Decision.DENY:
             return ToolResult(DECLINED, is_error=True)
         return None
@@ -185,8 +193,8 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
                     results: dict[str, ToolResult]) -> None:
     tool = toolbox.get(call.name)
     observer.on_tool_start(call, tool.target(call.arguments) if tool else "")
-    label = tool.approval(call.arguments) if tool else None
-    refusal = await approvals.check(call.name, label) if label else None
+    request = tool.approval_request(call.arguments) if tool else None
+    refusal = await approvals.check(request) if request else None
     result = refusal
     if result is None:
         with _innermost(turn) as scope:

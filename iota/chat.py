@@ -1,6 +1,9 @@
 """What one chat is made of, settled once from the config: the model, the provider, the
 instructions, the project, and how its tools are opened. The headless turn and the terminal
 app both start from a `ChatSetup`.
+
+An iota started by a sandboxed iota's command is confined (iota.tools.confinement): every chat
+it would start passes `enforce_confinement` first, and its shell must get a working sandbox.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from iota.sessions.bundle import Session
 from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
+from iota.tools.confinement import HEADLESS_ONLY, Confinement
 from iota.tools.skills import LoadSkill, Skill, discover
 
 
@@ -50,6 +54,8 @@ class ChatSetup:
     # without a sink their warnings join `warnings`. Both are set before the tools are opened.
     mcp_flags: list[str] = field(default_factory=list)
     on_mcp_event: Callable[[str, bool], None] | None = None
+    # What the iota that started this one confines it to (None: it was not started confined).
+    confinement: Confinement | None = None
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -164,17 +170,25 @@ class ChatSetup:
 
         shell = tools.shell
         sandbox = None
+        write = shell_write_paths(shell, self.cwd)
         if shell.sandbox == "auto":
-            write = [settings.expand(os.path.expanduser(p), self.cwd) for p in shell.write]
             sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write)
+        if self.confinement is not None and not isinstance(sandbox, Sandbox):
+            raise self.confinement.refuse(f"its commands need a sandbox, and there is none here ({sandbox.reason})")
         self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
         if job_notices is None:  # nobody reads them: an unbounded channel never blocks a job
             job_notices, _ = trio.open_memory_channel(math.inf)
         async with open_job_table(job_notices) as jobs:
             toolbox.jobs = jobs
-            toolbox.add(ShellTool(root=self.project_root, jobs=jobs,
-                                  sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
-                                  auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0]))
+            sandboxed = isinstance(sandbox, Sandbox)
+            confinement = Confinement(self.project_root, shell.network, tuple(write)) if sandboxed else None
+            tool = ShellTool(root=self.project_root, jobs=jobs, sandbox=sandbox if sandboxed else None,
+                             auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0],
+                             confinement=confinement)
+            if tool.writable_code is not None:
+                self.warnings.append(f"iota's own code is where sandboxed commands can write ({tool.writable_code}): "
+                                     "its commands (iota run -m, iota mcp …) stay in the sandbox")
+            toolbox.add(tool)
             yield toolbox
 
 
@@ -186,11 +200,41 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
     if replay and not model_override and replay.get("provider") and replay.get("model"):
         model_override = _replayed_model(loaded, replay)
     model = settings.resolve_model(loaded, agent, model_override)
-    root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
+    confinement = Confinement.from_environment(os.environ)
+    if confinement is not None:
+        enforce_confinement(confinement, loaded, agent, cwd, interactive=interactive, mcp_flags=mcp_flags or [])
+        root = confinement.root
+    else:
+        root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
     skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
     return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
                      instructions=_instructions(loaded, agent, cwd, system_override), interactive=interactive,
-                     skills=skills, warnings=warnings, mcp_flags=list(mcp_flags or []))
+                     skills=skills, warnings=warnings, mcp_flags=list(mcp_flags or []), confinement=confinement)
+
+
+def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentConfig, cwd: Path, *,
+                        interactive: bool, mcp_flags: list[str]) -> None:
+    """Refuse, in one line, a chat that would be less confined than the iota that started this one."""
+    confinement.check_cwd(cwd)
+    if interactive:
+        raise confinement.refuse(HEADLESS_ONLY)
+    if loaded.explicit_file is not None:
+        raise confinement.refuse("-c is refused (a config of its own could unconfine it)")
+    if mcp_flags:
+        raise confinement.refuse("--mcp is refused (the server would run outside the sandbox)")
+    shell = agent.tools.shell
+    if shell is not None:
+        from iota.tools.sandbox import writable_paths
+
+        confinement.check_shell(sandbox=shell.sandbox, network=shell.network,
+                                writable=writable_paths(confinement.root, shell_write_paths(shell, cwd)),
+                                allowed=writable_paths(confinement.root, confinement.write))
+
+
+def shell_write_paths(shell: settings.ShellOptions, cwd: Path) -> list[str]:
+    """The shell set's `write:` paths: `~` and `${…}` expanded, made absolute, empties dropped."""
+    expanded = (settings.expand(os.path.expanduser(path.strip()), cwd) for path in shell.write)
+    return [os.path.normpath(os.path.abspath(path)) for path in expanded if path]
 
 
 def _replayed_model(loaded: Config, meta: dict) -> str | None:

@@ -32,11 +32,10 @@ When the user declines a tool call, do not retry it: say what it was for and ask
 
 IOTA_CLI = """\
 <iota_cli>
-iota itself runs outside the sandbox when it is the first word of a command (no pipes or chains):
-  iota mcp add|list|get|remove
-  iota config check|path|init
-  iota list agents|models|providers
-  iota run <agent> -m "<task>"
+iota itself runs outside the sandbox when it is the whole command (no pipes, chains, redirects, $ or -c):
+  iota mcp list|get, iota config check|path, iota list agents|models|providers
+  iota run <agent> -m "<task>"  (a child agent, confined to this project)
+  iota mcp add|remove, iota config init  (the user is asked every time)
 Change MCP servers with `iota mcp`. Change anything else by editing the config file, then run `iota config check`.
 Changes apply from the next session.
 </iota_cli>"""

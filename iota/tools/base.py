@@ -1,9 +1,10 @@
 """What a tool is, and the toolbox the agent loop calls tools through.
 
 A tool has a name, a description and a JSON schema for its arguments (what the model sees),
-an `approval` check (what the user is asked, if anything) and `run`. A tool that cannot do what
-it was asked raises `ToolError`; the toolbox turns that, and any other exception, into an error
-*result* the model reads. Tool failures never end a turn.
+an `approval` check (what the user is asked, if anything; `approval_request` gathers the whole
+question) and `run`. A tool that cannot do what it was asked raises `ToolError`; the toolbox
+turns that, and any other exception, into an error *result* the model reads. Tool failures never
+end a turn.
 """
 
 from __future__ import annotations
@@ -27,6 +28,26 @@ class ToolResult:
     display: str | None = None
 
 
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the person is asked before a gated call runs: `<label> wants to <action> — allow?`,
+    with `detail` (the whole of what a yes approves) shown in full before the choice."""
+
+    tool_name: str
+    label: str                      # `edit_file src/a.py`, `shell make test`
+    detail: str = ""
+    action: str = "modify files"
+    # What "Allow for this session" allows from then on: None for every call of the tool (the
+    # reference's rule), else a key naming this call alone (the shell's exact command).
+    grant: str | None = None
+    # What a run that cannot ask answers instead, when the usual refusal's advice would be wrong.
+    refusal: str = ""
+
+    @property
+    def question(self) -> str:
+        return f"{self.label} wants to {self.action}"
+
+
 class Tool:
     name: str = ""
     description: str = ""
@@ -47,6 +68,13 @@ class Tool:
         """The whole of what a yes approves, shown before the person decides: the full command
         line, the diff of an edit, the content of a new file. "" when the label says it all."""
         return ""
+
+    def approval_request(self, args: dict[str, Any]) -> ApprovalRequest | None:
+        """The whole question when this call needs a yes, else None."""
+        label = self.approval(args)
+        if label is None:
+            return None
+        return ApprovalRequest(self.name, label, self.approval_detail(args))
 
     def target(self, args: dict[str, Any]) -> str:
         """A short description of what the call acts on, for the transcript."""

@@ -33,9 +33,9 @@ import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -68,12 +68,14 @@ class TooManyJobs(ToolError):
 @dataclass(frozen=True)
 class CommandSpec:
     """One command to run: the argv (bash, or bwrap around bash), where, the model's command line
-    (what the command is called by) and its deadline in seconds (None: none)."""
+    (what the command is called by), its deadline in seconds (None: none) and variables to add
+    to its environment (a sandboxed shell's confinement, for the iotas it starts)."""
 
     argv: list[str]
     cwd: Path
     command: str
     timeout: float | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
 
 
 class Outcome(enum.Enum):
@@ -276,7 +278,7 @@ class JobTable:
                 completed = await trio.run_process(
                     spec.argv,
                     cwd=spec.cwd,
-                    env={**os.environ, "PWD": str(spec.cwd)},
+                    env={**os.environ, "PWD": str(spec.cwd), **spec.environment},
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -2,13 +2,19 @@
 command line in the project root, inside the OS sandbox when there is one (see `sandbox.py`) and
 through the job table (see `jobs.py`), which owns every process.
 
-Who is asked: nobody with `auto_run`. Otherwise an unsandboxed set asks before every call, and a
-sandboxed set only before an iota self-call — a command line that is the running iota itself with
-arguments (`iota run coder -m "…"`). A self-call runs outside the sandbox, because what iota does
-(write its config in $HOME, reach a model's API from a child agent) is what the sandbox refuses;
-so the sandbox no longer stands in for the user's yes, and the call says `(outside the sandbox)`.
-Only one simple command qualifies: iota in a pipe, a chain, a substitution or behind `&` could be
-anything, and stays inside.
+Who is asked: a self-call that changes iota's configuration (`iota mcp add …`, see self_call.py)
+always, whatever `auto_run` says. Otherwise nobody with `auto_run`; without it an unsandboxed set
+asks before every call, and a sandboxed set only before a self-call. A self-call runs outside the
+sandbox, because what iota does (write its config in $HOME, reach a model's API from a child
+agent) is what the sandbox refuses; so the sandbox no longer stands in for the user's yes, and the
+call says `(outside the sandbox)`. It is executed as its words, never through bash, so what runs
+is what was checked. The question shows the whole command line, exactly, with where and how it
+runs (`approval_detail`), and "Allow for this session" allows that exact command again, never
+every later one.
+
+A sandboxed set hands its confinement (confinement.py) to every command it runs, so an iota that
+one of them starts — a self-call outside the sandbox above all — keeps the parent's project and
+policy, and cannot ask.
 """
 
 from __future__ import annotations
@@ -16,11 +22,11 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult
+from iota.tools.confinement import Confinement
 from iota.tools.jobs import (
     LET_GO_SECONDS,
     MAX_JOBS,
@@ -33,6 +39,7 @@ from iota.tools.jobs import (
     command_name,
 )
 from iota.tools.sandbox import Sandbox, find_bash
+from iota.tools.self_call import SelfCall, read_self_call, writable_code
 
 OUTSIDE_SANDBOX = "(outside the sandbox)"
 
@@ -58,6 +65,11 @@ DESCRIPTION = (
 
 TIMEOUT_ERROR = "timeout must be a positive number of seconds"
 
+CONFIG_CHANGE_REFUSAL = (
+    "{tool} was not executed: `iota {subcommand}` changes iota's configuration, so it needs the user's "
+    "approval every time, and this non-interactive run cannot ask. Tell the user the exact command to run."
+)
+
 
 class ShellTool(Tool):
     name = "shell"
@@ -73,15 +85,23 @@ class ShellTool(Tool):
         sandbox: Sandbox | None,
         auto_run: bool = False,
         iota_executable: os.PathLike[str] | str | None = None,
+        confinement: Confinement | None = None,
         let_go_after: float = LET_GO_SECONDS,
     ):
         """`sandbox` is the probe's Sandbox, or None (`sandbox: off`, or none available);
-        `iota_executable` is the running iota, which a sandboxed set lets out."""
+        `iota_executable` is the running iota, which a sandboxed set lets out; `confinement` is
+        what every command's environment carries for the iotas it starts."""
         self.root = Path(os.path.normpath(os.path.abspath(root)))
         self.jobs = jobs
         self.sandbox = sandbox
         self.auto_run = auto_run
         self.iota_executable = os.path.realpath(iota_executable) if iota_executable else None
+        # Where a sandboxed command could change iota's own code, nothing of iota's may leave the sandbox.
+        self.writable_code = writable_code(self.iota_executable, sandbox.writable) \
+            if sandbox is not None and self.iota_executable else None
+        if self.writable_code is not None:
+            self.iota_executable = None
+        self.confinement = confinement
         self.let_go_after = let_go_after
         self.bash = sandbox.bash if sandbox else find_bash()
         suffix = SANDBOXED.format(network="allowed" if sandbox.network else "BLOCKED") if sandbox else UNSANDBOXED
@@ -111,11 +131,46 @@ class ShellTool(Tool):
         }
 
     def approval(self, args: dict[str, Any]) -> str | None:
-        if self.auto_run:
-            return None
-        if self.sandbox is None or self._leaves_sandbox(args):
+        call = self._self_call(args)
+        if (call is not None and call.changes_config) or (
+                not self.auto_run and (self.sandbox is None or call is not None)):
             return f"{self.name} {self.target(args)}"
         return None
+
+    def approval_detail(self, args: dict[str, Any]) -> str:
+        """The whole command line, exactly, then a line of where and how it runs."""
+        command = args.get("command")
+        conditions = []
+        cwd = args.get("cwd")
+        if isinstance(cwd, str) and cwd.strip():
+            conditions.append(f"cwd: {os.path.normpath(self.root / cwd.strip())}")
+        if args.get("timeout") is not None:
+            try:
+                conditions.append(f"timeout: {go_duration(_timeout_arg(args) or 0)}")
+            except ToolError:
+                conditions.append(f"timeout: {args.get('timeout')!r} (invalid)")
+        if args.get("background") is True:
+            conditions.append("in the background")
+        call = self._self_call(args)
+        if call is not None and self.sandbox is not None:
+            conditions.append("outside the sandbox")
+        if call is not None and call.changes_config:
+            conditions.append("changes iota's configuration")
+        detail = command.strip() if isinstance(command, str) else repr(command)
+        return f"{detail}\n\n{' · '.join(conditions)}" if conditions else detail
+
+    def approval_request(self, args: dict[str, Any]) -> ApprovalRequest | None:
+        label = self.approval(args)
+        if label is None:
+            return None
+        call = self._self_call(args)
+        refusal = ""
+        if call is not None and call.changes_config:
+            refusal = CONFIG_CHANGE_REFUSAL.format(tool=self.name, subcommand=" ".join(call.arguments[:2]))
+        # The exact command in the exact directory: the same yes allows nothing else.
+        grant = repr((args.get("command"), args.get("cwd")))
+        return ApprovalRequest(self.name, label, self.approval_detail(args), action="run a command",
+                               grant=grant, refusal=refusal)
 
     def target(self, args: dict[str, Any]) -> str:
         """`(background) cd sub && make test …`, marked `(outside the sandbox)` for a self-call."""
@@ -126,7 +181,7 @@ class ShellTool(Tool):
             summary = f"cd {cwd.strip()} && {summary}"
         if args.get("background") is True:
             summary = f"(background) {summary}"
-        if self._leaves_sandbox(args):
+        if self.sandbox is not None and self._self_call(args) is not None:
             summary = f"{summary} {OUTSIDE_SANDBOX}"
         return summary
 
@@ -134,11 +189,15 @@ class ShellTool(Tool):
         command = _command_arg(args)
         cwd = self._working_dir(args)
         timeout = _timeout_arg(args)
-        if self.sandbox is not None and not self._leaves_sandbox(args):
+        call = self._self_call(args)
+        if call is not None:
+            argv = [self.iota_executable, *call.arguments]
+        elif self.sandbox is not None:
             argv = self.sandbox.argv(command)
         else:
             argv = [self.bash, "-c", command]
-        spec = CommandSpec(argv, cwd, command, timeout)
+        environment = self.confinement.environment() if self.confinement is not None else {}
+        spec = CommandSpec(argv, cwd, command, timeout, environment)
         try:
             if args.get("background") is True:
                 return _started_receipt(await self.jobs.start_background(spec))
@@ -158,20 +217,16 @@ class ShellTool(Tool):
             raise ToolError("cwd must be a string")
         return Path(os.path.normpath(self.root / cwd.strip())) if cwd.strip() else self.root
 
-    def _leaves_sandbox(self, args: dict[str, Any]) -> bool:
-        """Whether this call of a sandboxed set is an iota self-call, and so runs outside it."""
+    def _self_call(self, args: dict[str, Any]) -> SelfCall | None:
+        """The iota self-call this call is, if it is one."""
         command = args.get("command")
-        if self.sandbox is None or self.iota_executable is None or not isinstance(command, str):
-            return False
-        word = first_word(command)
-        if word is None:
-            return False
+        if self.iota_executable is None or not isinstance(command, str):
+            return None
         try:
             cwd = self._working_dir(args)
         except ToolError:
-            return False
-        program = os.path.join(cwd, word) if "/" in word else shutil.which(word)
-        return program is not None and os.path.isfile(program) and os.path.realpath(program) == self.iota_executable
+            return None
+        return read_self_call(command.strip(), cwd, self.iota_executable)
 
     def _let_go_receipt(self, let_go: LetGo) -> ToolResult:
         job = let_go.job
@@ -234,62 +289,6 @@ def _timeout_arg(args: dict[str, Any]) -> float | None:
     if not (seconds > 0 and math.isfinite(seconds)):
         raise ToolError(TIMEOUT_ERROR)
     return seconds
-
-
-def first_word(command: str) -> str | None:
-    """The command's first word with its quoting removed, or None when the line is empty or is not
-    one simple command.
-
-    Read the way bash reads it: inside single quotes everything is literal; inside double quotes
-    `\\` escapes and `$(…)` or a backtick still substitutes; outside quotes `|`, `;`, a newline,
-    a backtick, `$(` and an `&` are structure. Redirections are not: `>&`, `&>` and `2>&1` change
-    where output goes, not what runs, and `>`/`<` end the word like a space."""
-    word: list[str] = []
-    in_word = word_done = False
-    quote: str | None = None
-    i = 0
-    while i < len(command):
-        char = command[i]
-        if quote == "'":
-            if char == "'":
-                quote = None
-            elif not word_done:
-                word.append(char)
-        elif quote == '"':
-            if char == '"':
-                quote = None
-            elif char == "`" or command.startswith("$(", i):
-                return None
-            elif char == "\\" and i + 1 < len(command):
-                i += 1
-                if not word_done:
-                    word.append(command[i])
-            elif not word_done:
-                word.append(char)
-        elif char in "'\"":
-            quote = char
-            in_word = True
-        elif char == "\\" and i + 1 < len(command):
-            i += 1
-            if not word_done:
-                word.append(command[i])
-            in_word = True
-        elif char in "|;\n`" or command.startswith("$(", i):
-            return None
-        elif char == "&":
-            if command[i - 1 : i] != ">" and command[i + 1 : i + 2] != ">":
-                return None
-            word_done = word_done or in_word
-        elif char in " \t<>":
-            word_done = word_done or in_word
-        else:
-            if not word_done:
-                word.append(char)
-            in_word = True
-        i += 1
-    if quote is not None or not word:
-        return None
-    return "".join(word)
 
 
 def go_duration(seconds: float) -> str:

@@ -350,6 +350,18 @@ async def test_allow_for_this_session_is_not_asked_again(open_lane, fake_model, 
     assert (project / "a.md").read_text() == "a" and (project / "b.md").read_text() == "b"
 
 
+async def test_the_approval_prompt_carries_the_whole_of_what_it_approves(open_lane, fake_model, project):
+    fake_model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"}, id="w1")])
+    fake_model.reply("Finished.")
+    async with open_lane(agent="coder") as chat:
+        chat.submit("write notes")
+        choose = (await chat.until(Choose))[-1]
+        assert (choose.title, choose.detail) == ("write_file notes.md wants to modify files — allow?",
+                                                 "--- a/notes.md\n+++ b/notes.md\n@@ -0,0 +1 @@\n+# Notes")
+        await choose.reply.send(2)
+        await chat.until(TurnEnded)
+
+
 # ---- slash commands ---------------------------------------------------------------------------
 
 

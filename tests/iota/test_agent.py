@@ -18,7 +18,7 @@ from iota.agent import CANCELLED_RESULT, Approvals, Decision, Turn, run_turn
 from iota.messages import ASSISTANT, TOOL, USER, Message
 from iota.providers import make_provider
 from iota.providers.base import Request
-from iota.tools.base import Tool, ToolError, ToolResult, Toolbox
+from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult, Toolbox
 from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
 
 HEADLESS_REFUSAL = (
@@ -308,8 +308,8 @@ class Asker:
         self.answers = list(answers)
         self.asked: list[tuple[str, str]] = []
 
-    async def __call__(self, tool_name: str, label: str) -> Decision:
-        self.asked.append((tool_name, label))
+    async def __call__(self, request: ApprovalRequest) -> Decision:
+        self.asked.append((request.tool_name, request.label))
         return self.answers.pop(0)
 
 
@@ -473,7 +473,7 @@ async def test_a_reader_that_finished_before_ctrl_c_keeps_its_result(fake_model,
 async def test_cancelling_while_an_approval_is_asked_answers_the_call_as_interrupted(fake_model, provider):
     asked = trio.Event()
 
-    async def ask_and_wait(tool_name: str, label: str) -> Decision:
+    async def ask_and_wait(request: ApprovalRequest) -> Decision:
         asked.set()
         await trio.sleep_forever()
         raise AssertionError("unreachable")

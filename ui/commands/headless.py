@@ -3,7 +3,8 @@
 The reply goes to stdout and nothing else does; notes go to stderr. A plain `-m` run saves
 nothing. A resumed session gets the new turn appended, in one batch, only when the turn
 succeeded. Tools that need approval are refused with a result the model reads (there is no
-one to ask); background jobs are killed when the run ends.
+one to ask), and stderr says what was refused, in full; background jobs are killed when the run
+ends.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
+from iota.tools.base import ApprovalRequest
+from ui.widgets.controls import escape_controls
 
 def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str) -> int:
     cwd = Path.cwd()
@@ -73,10 +76,18 @@ async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_
             print(f"Warning: {warning}", file=sys.stderr)
         request = setup.request(history + [Message(USER, content=message)], toolbox)
         try:
-            await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None), max_turns=max_turns)
+            await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None, on_refused=_note_refusal),
+                           max_turns=max_turns)
         finally:
             await setup.aclose()
     return turn
+
+
+def _note_refusal(request: ApprovalRequest) -> None:
+    """What a gated call asked for, whole and escaped: the person reads it after the run."""
+    print(f"Refused (a -m run cannot ask): {escape_controls(request.question)}", file=sys.stderr)
+    for line in escape_controls(request.detail).splitlines():
+        print(f"  {line}", file=sys.stderr)
 
 
 def _print_reply(args: argparse.Namespace, setup: ChatSetup, turn: Turn, bundle) -> None:

@@ -7,14 +7,17 @@ The flag rules live here, in one place, because they are the same for both comma
     iota resume -m without an id      iota resume needs a session id with -m (the picker is interactive)
     no -m and no terminal             interactive mode requires a terminal; use -m/--message for piped input
     -m or --no-save on a bot          refused (iota.bots.bot.check_bot_run), as is an entry that cannot be a bot
+    a chat without -m, confined       refused: an iota a sandboxed iota started runs headless (iota.tools.confinement)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from iota.errors import IotaError
+from iota.tools.confinement import HEADLESS_ONLY, Confinement
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -38,6 +41,9 @@ def run_command(args: argparse.Namespace) -> int:
         return run_headless(args, config, message)
     if resuming and args.no_save:
         raise IotaError("--no-save cannot be combined with iota resume")
+    confinement = Confinement.from_environment(os.environ)
+    if confinement is not None:  # started by a sandboxed iota's command: there is nobody to ask
+        raise confinement.refuse(HEADLESS_ONLY)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # Say first what is wrong with the config or the bot, then that a terminal is needed.
         config = load_config(args, write_starter=True)

@@ -8,6 +8,20 @@
 Up and Down move, Enter answers with the option's index, a digit answers with that option at
 once, Esc answers None. The answer goes to `on_answer` exactly once; keys after it are ignored.
 
+An approval carries a detail — the whole command, the diff — shown in full between the title and
+the options, each of its rows behind a `│` so nothing in it can pass for the question or an
+option, its control characters escaped (ui.widgets.controls), wrapped at any character so every
+one of them is on screen:
+
+    shell echo safe … wants to run a command — allow?
+    │ echo safe
+    │ rm -rf ~/precious
+    ❯ 1. Allow once
+
+When it is taller than the rows the chat can give it (`limit_rows`, set by the layout from the
+screen's height), it shows a window of it with a line saying where the window is, and PgUp/PgDn
+move the window.
+
 The model's questions (ui.widgets.question) extend it: what picking a row does (`_pick`) and how
 a row reads (`_label`) are theirs to change.
 """
@@ -18,15 +32,80 @@ from collections.abc import Callable, Sequence
 
 import urwid
 
+from ui.widgets.controls import escape_controls
+
+GUTTER = "│ "
+# However short the screen, the detail keeps a row of itself and its line of where it is.
+MIN_DETAIL_ROWS = 2
+
+
+class DetailView(urwid.Widget):
+    """The detail of an approval, whole or through a window of `limit` rows."""
+
+    _sizing = frozenset([urwid.Sizing.FLOW])
+    _selectable = False
+
+    def __init__(self, text: str):
+        super().__init__()
+        self._body = urwid.Text(escape_controls(text), wrap="any")
+        self.limit: int | None = None  # rows it may take, its position line included; None: all it needs
+        self._top = 0
+        self._window = 1  # the rows of the window last drawn, which a page of scrolling is
+
+    def set_limit(self, rows: int | None) -> None:
+        if rows != self.limit:
+            self.limit = rows
+            self._invalidate()
+
+    def _total(self, columns: int) -> int:
+        return self._body.rows((max(1, columns - len(GUTTER)),))
+
+    def overflows(self, columns: int) -> bool:
+        return self.limit is not None and self._total(columns) > self.limit
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:
+        (columns,) = size
+        return max(self.limit, MIN_DETAIL_ROWS) if self.overflows(columns) else self._total(columns)
+
+    def scroll_page(self, pages: int) -> None:
+        self._top = max(0, self._top + pages * max(1, self._window - 1))
+        self._invalidate()
+
+    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
+        (columns,) = size
+        width = max(1, columns - len(GUTTER))
+        body = self._body.render((width,))
+        total = body.rows()
+        gutter = urwid.Text(("dim", "\n".join([GUTTER] * total))).render((len(GUTTER),))
+        shown = urwid.CompositeCanvas(urwid.CanvasJoin([(gutter, None, False, len(GUTTER)),
+                                                        (body, None, False, width)]))
+        if not self.overflows(columns):
+            return shown
+        self._window = max(self.limit, MIN_DETAIL_ROWS) - 1
+        self._top = min(self._top, total - self._window)
+        shown.trim(self._top, self._window)
+        last = self._top + self._window
+        below = f", {total - last} more below" if last < total else ""
+        where = f"╰ rows {self._top + 1}–{last} of {total}{below} · PgUp/PgDn scroll"
+        position = urwid.Text(("choice_title", where), wrap="ellipsis").render((columns,))
+        return urwid.CanvasCombine([(shown, None, False), (position, None, False)])
+
 
 class Chooser(urwid.WidgetWrap):
-    def __init__(self, title: str, options: Sequence[str], on_answer: Callable[[int | None], None]):
+    def __init__(self, title: str, options: Sequence[str], on_answer: Callable[[int | None], None],
+                 detail: str = ""):
         self._title = title
         self._options = list(options)
         self._on_answer: Callable[[int | None], None] | None = on_answer
         self._selected = 0
-        self._text = urwid.Text("")
-        super().__init__(self._text)
+        self._text = urwid.Text("")  # the title and the options; only the options when there is a detail
+        self._detail = DetailView(detail) if detail else None
+        if self._detail is None:
+            super().__init__(self._text)
+        else:
+            self._title_text = urwid.Text(("choice_title", escape_controls(title)))
+            super().__init__(urwid.Pile([self._title_text, self._detail, self._text]))
+        self._limit: int | None = None
         self._redraw()
 
     def selectable(self) -> bool:
@@ -35,6 +114,26 @@ class Chooser(urwid.WidgetWrap):
     @property
     def selected(self) -> int:
         return self._selected
+
+    def limit_rows(self, rows: int | None) -> None:
+        """At most `rows` rows for the whole chooser (None: as many as it needs). Only a detail
+        gives way; the title and the options are always shown."""
+        if rows != self._limit:
+            self._limit = rows
+            self._invalidate()
+
+    def _fit(self, columns: int) -> None:
+        if self._detail is not None:
+            rest = self._title_text.rows((columns,)) + self._text.rows((columns,))
+            self._detail.set_limit(None if self._limit is None else self._limit - rest)
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:
+        self._fit(size[0])
+        return super().rows(size, focus)
+
+    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
+        self._fit(size[0])
+        return super().render(size, focus)
 
     def keypress(self, size: tuple[int], key: str) -> str | None:
         if key in ("up", "down") and self._options:
@@ -46,6 +145,9 @@ class Chooser(urwid.WidgetWrap):
             self._answer(None)
         elif key.isdigit() and 1 <= int(key) <= len(self._options):
             self._pick(int(key) - 1)
+        elif key in ("page up", "page down") and self._detail is not None and self._detail.overflows(size[0]):
+            self._detail.scroll_page(-1 if key == "page up" else 1)
+            self._invalidate()
         else:
             return key
         return None
@@ -63,13 +165,14 @@ class Chooser(urwid.WidgetWrap):
         return self._options[position]
 
     def _redraw(self) -> None:
-        self._text.set_text(self._markup(len(self._options)))
+        markup = self._markup(len(self._options))
+        self._text.set_text(markup if self._detail is None else markup[2:])  # the title is drawn above the detail
 
     def _markup(self, rows: int) -> list[str | tuple[str, str]]:
         """The title and the first `rows` options, the selected one marked."""
-        markup: list[str | tuple[str, str]] = [("choice_title", self._title)]
+        markup: list[str | tuple[str, str]] = [("choice_title", escape_controls(self._title))]
         for position in range(rows):
             chosen = position == self._selected
             markup += ["\n", ("choice_selected" if chosen else "choice",
-                              f"{'❯' if chosen else ' '} {position + 1}. {self._label(position)}")]
+                              f"{'❯' if chosen else ' '} {position + 1}. {escape_controls(self._label(position))}")]
         return markup

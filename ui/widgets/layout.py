@@ -16,10 +16,16 @@ inputs of `actors.events` through `on_input`, and the answer to a `Choose` (an i
 (its answers) through `on_answer`. Both wait in one queue and show one at a time.
 The layout never holds a channel: sending is the app's (ui.app), so no widget can block.
 
+An approval's detail (the whole command, the diff) may be taller than the screen: the chooser is
+given the rows the screen has left above the composer (keeping a few of the transcript), and
+scrolls its detail within them. Once answered, the question, its detail and the answer stay in
+the transcript, a record of exactly what was allowed.
+
 Keys, in order: Ctrl+C interrupts, always (also over an open chooser, where it interrupts the
-turn that asked). While a chooser is open every other key goes to it. Otherwise Esc cancels the
-innermost scope, PgUp/PgDn scroll the transcript, Ctrl+D on an empty composer leaves, and the
-rest goes to the composer.
+turn that asked). While a chooser is open every other key goes to it (PgUp/PgDn scroll its
+detail, or the transcript when the detail fits). Otherwise Esc cancels the innermost scope,
+PgUp/PgDn scroll the transcript, Ctrl+D on an empty composer leaves, and the rest goes to the
+composer.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from ui.widgets.status import StatusRow
 from ui.widgets.transcript import Transcript
 
 PROMPT = "❯ "
+# The transcript rows an open chooser leaves in view, however tall its detail.
+TRANSCRIPT_ROWS_KEPT = 3
 
 
 class ChatLayout(urwid.WidgetWrap):
@@ -114,13 +122,16 @@ class ChatLayout(urwid.WidgetWrap):
         if self._chooser is None and self._choices:
             prompt = self._choices[0]
             answered = partial(self._answered, prompt)
-            self._chooser = (Chooser(prompt.title, prompt.options, answered) if isinstance(prompt, Choose)
-                             else QuestionForm(prompt.questions, answered))
+            self._chooser = (Chooser(prompt.title, prompt.options, answered, prompt.detail)
+                             if isinstance(prompt, Choose) else QuestionForm(prompt.questions, answered))
             self._arrange_bottom()
 
     def _answered(self, prompt: Choose | Ask, answer: object) -> None:
         self._choices.popleft()
         self._chooser = None
+        if isinstance(prompt, Choose) and prompt.detail:
+            chosen = prompt.options[answer] if isinstance(answer, int) else "Esc"
+            self.transcript.add_answered(prompt.title, prompt.detail, chosen)
         self._on_answer(prompt, answer)
         self._show_next_choice()
         self._arrange_bottom()
@@ -135,6 +146,13 @@ class ChatLayout(urwid.WidgetWrap):
             self._on_answer(self._choices.popleft(), None)
         self._arrange_bottom()
 
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        if isinstance(self._chooser, Chooser):
+            columns, rows = size
+            below = sum(widget.rows((columns,)) for widget, _ in self._bottom.contents if widget is not self._chooser)
+            self._chooser.limit_rows(max(0, rows - below - TRANSCRIPT_ROWS_KEPT))
+        return super().render(size, focus)
+
     # ---- keys from the person ------------------------------------------------------------------
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
@@ -144,7 +162,8 @@ class ChatLayout(urwid.WidgetWrap):
         elif key == "ctrl c":
             self._on_input(Interrupt())
         elif self._chooser is not None:
-            self._chooser.keypress((columns,), key)
+            if self._chooser.keypress((columns,), key) in ("page up", "page down"):
+                self.transcript.scroller.scroll_page(-1 if key == "page up" else 1)
         elif key == "esc":
             self._on_input(CancelInnermost())
         elif key in ("page up", "page down"):

@@ -15,6 +15,7 @@ import urwid
 
 from actors.events import Status
 from iota.text import context_figure, format_elapsed
+from ui.widgets.controls import escape_controls
 
 SEPARATOR = " · "
 
@@ -27,7 +28,7 @@ def status_segments(status: Status, now: float) -> list[tuple[str, str]]:
     """The row's segments as (attribute, text), in order; `now` is on the clock `running_since` is."""
     segments = [("status", status.model), ("status", context_text(status))]
     if status.running:
-        segments.append(("status_running", status.running))
+        segments.append(("status_running", escape_controls(status.running)))  # `shell <the model's command>`
         if status.running_since is not None:
             segments.append(("status_running", format_elapsed(now - status.running_since)))
     if status.queued:

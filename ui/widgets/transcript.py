@@ -10,11 +10,17 @@
         -assert x == 1
         +assert x == 2
 
+    shell rm -rf build wants to run a command        an answered approval: the question, its
+    — allow? → Deny                                  answer and the whole of its detail
+    │ rm -rf build
+
     Done. (interrupted)                              an interrupted turn's mark
     MEMORY.md reloaded                               notices (dim) and errors (red), one line
     ⚠ sandbox unavailable                            each, grouped without blank lines
 
 Every block opens with one blank line, except consecutive notices and consecutive errors.
+Everything but the card and the person's own messages comes from the model, a tool or a file,
+so it is drawn with its control characters escaped (ui.widgets.controls).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import urwid
 
 from actors.events import Card, Panel, ToolEnded, ToolStarted
 from ui.widgets.card import CardWidget
+from ui.widgets.chooser import DetailView
+from ui.widgets.controls import escape_controls
 from ui.widgets.scroll import Scroller
 
 GROUPED_KINDS = frozenset({"notice", "error"})
@@ -52,7 +60,7 @@ class ReplyBlock(urwid.WidgetWrap):
 
     @property
     def text(self) -> str:
-        return self._streamed.strip("\n")
+        return escape_controls(self._streamed.strip("\n"))
 
     def append(self, delta: str) -> None:
         self._streamed += delta
@@ -75,15 +83,16 @@ class ToolBlock(urwid.WidgetWrap):
     """One tool call: `• name target`, then `  ⎿ summary` and the display (a diff) when it ends."""
 
     def __init__(self, name: str, target: str):
-        self._header: list[str | tuple[str, str]] = [("tool", f"• {name}")]
+        self._header: list[str | tuple[str, str]] = [("tool", f"• {escape_controls(name)}")]
         if target:
-            self._header.append(f" {target}")
+            self._header.append(f" {escape_controls(target)}")
         self._text = urwid.Text(self._header)
         super().__init__(self._text)
 
     def finish(self, ended: ToolEnded) -> None:
-        markup = [*self._header, "\n", ("tool_error" if ended.is_error else "tool_result", f"  ⎿ {ended.summary}")]
-        for line in (ended.display or "").splitlines():
+        summary = escape_controls(ended.summary)
+        markup = [*self._header, "\n", ("tool_error" if ended.is_error else "tool_result", f"  ⎿ {summary}")]
+        for line in escape_controls(ended.display or "").splitlines():
             markup += ["\n", (diff_attribute(line) or "tool_result", f"    {line}")]
         self._text.set_text(markup)
 
@@ -142,13 +151,20 @@ class Transcript(urwid.WidgetWrap):
         self._scroller.changed()
 
     def add_notice(self, text: str, warning: bool = False) -> None:
+        text = escape_controls(text)
         self._add("notice", urwid.Text(("notice", f"⚠ {text}" if warning else text)))
 
     def add_error(self, text: str) -> None:
-        self._add("error", urwid.Text(("error", text)))
+        self._add("error", urwid.Text(("error", escape_controls(text))))
 
     def add_panel(self, panel: Panel) -> None:
-        self._add("panel", urwid.Text([("panel_title", panel.title), "\n", panel.text]))
+        self._add("panel", urwid.Text([("panel_title", escape_controls(panel.title)), "\n",
+                                       escape_controls(panel.text)]))
+
+    def add_answered(self, title: str, detail: str, answer: str) -> None:
+        """An approval once answered: what was asked, the answer, and the whole detail."""
+        question = urwid.Text([("dim", f"{escape_controls(title)} → "), ("choice_title", answer)])
+        self._add("answered", urwid.Pile([question, DetailView(detail)]))
 
     def end_turn(self, interrupted: bool) -> None:
         """Close the streaming reply; an interrupted one keeps its text, marked."""

@@ -16,7 +16,7 @@ from iota.tools.base import ToolError, Toolbox
 from iota.text import format_elapsed
 from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, open_job_table, read_capped
 from iota.tools.sandbox import Sandbox, probe_sandbox
-from iota.tools.shell import ShellTool, first_word, go_duration
+from iota.tools.shell import ShellTool, go_duration
 from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)
 
 LET_GO = 0.5
@@ -287,32 +287,14 @@ async def test_sixteen_jobs_at_most_and_all_killed_when_the_table_closes(root):
 # --- approval and the iota self-call ---------------------------------------------------------------
 
 
-def test_first_word_reads_one_simple_command():
-    assert first_word("iota mcp add x --url u") == "iota"
-    assert first_word("  iota\tmcp list") == "iota"
-    assert first_word("/opt/bin/iota mcp list") == "/opt/bin/iota"
-    assert first_word("'io'\"ta\" run x") == "iota"
-    assert first_word("io\\ta run") == "iota"
-    assert first_word("iota mcp list 2>&1 >/tmp/out") == "iota"
-    assert first_word("iota mcp list &> log") == "iota"
-    assert first_word("iota>out") == "iota"
-    assert first_word("iota run coder -m 'fix; then test | tail && report $(x) `y`'") == "iota"
-    assert first_word('iota run coder -m "a | b; c && d"') == "iota"
-    for line in [
-        "iota mcp list | head", "iota mcp list || true", "iota mcp list && echo ok", "iota mcp list; echo ok",
-        "iota mcp list &", "iota mcp list\necho ok", 'iota run x -m "$(cat task)"', "iota run x -m `cat task`",
-        'iota run x -m "`cat task`"', "echo hi | iota --version", "", "   ", "iota run x -m 'unterminated",
-    ]:
-        assert first_word(line) is None, line
-
-
 @pytest.fixture
-def fake_iota(tmp_path, monkeypatch):
-    """An `iota` on PATH that touches the file it is given, and a look-alike that is not iota."""
-    bin_dir = tmp_path / "bin"
+def fake_iota(outside_dir, monkeypatch):
+    """An `iota` on PATH that writes its arguments to $IOTA_TEST_MARK, and a look-alike that is not
+    iota; both where no sandboxed command can change them."""
+    bin_dir = outside_dir / "bin"
     bin_dir.mkdir()
     for name in ("iota", "iota-other"):
-        (bin_dir / name).write_text('#!/bin/bash\ntouch "$1"\n')
+        (bin_dir / name).write_text('#!/bin/bash\necho "$@" > "$IOTA_TEST_MARK"\n')
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return bin_dir / "iota"
@@ -322,9 +304,8 @@ async def test_who_is_asked(root, fake_iota):
     async with open_shell(root, iota_executable=fake_iota) as (sandboxed, _):
         assert sandboxed.approval({"command": "rm -rf build"}) is None
         assert sandboxed.approval({"command": "iota mcp list"}) == "shell iota mcp list (outside the sandbox)"
-        assert sandboxed.approval({"command": "../bin/iota run x -m 'a; b'"}) == (
-            "shell ../bin/iota run x -m 'a; b' (outside the sandbox)"
-        )
+        by_path = f"{os.path.relpath(fake_iota, root)} run x -m 'a; b'"  # from the call's directory
+        assert sandboxed.approval({"command": by_path}) == f"shell {command_name(by_path)} (outside the sandbox)"
         assert sandboxed.approval({"command": "iota mcp list | head"}) is None
         assert sandboxed.approval({"command": "iota-other mcp list"}) is None
         assert sandboxed.target({"command": "iota mcp list", "cwd": "sub", "background": True}) == (
@@ -339,13 +320,15 @@ async def test_who_is_asked(root, fake_iota):
         assert unsandboxed_auto.approval({"command": "ls -la"}) is None
 
 
-async def test_a_self_call_runs_outside_the_sandbox(root, fake_iota, outside_dir):
+async def test_a_self_call_runs_outside_the_sandbox(root, fake_iota, outside_dir, monkeypatch):
     async with open_shell(root, iota_executable=fake_iota) as (shell, _):
-        result = await shell.run({"command": f"iota-other {outside_dir}/confined"})
+        monkeypatch.setenv("IOTA_TEST_MARK", str(outside_dir / "confined"))
+        result = await shell.run({"command": "iota-other version"})
         assert "Read-only file system" in result.content and result.is_error
-        result = await shell.run({"command": f"iota {outside_dir}/free"})
+        monkeypatch.setenv("IOTA_TEST_MARK", str(outside_dir / "free"))
+        result = await shell.run({"command": "iota version"})
         assert result.content == "[command produced no output]"
-    assert (outside_dir / "free").exists() and not (outside_dir / "confined").exists()
+    assert (outside_dir / "free").read_text() == "version\n" and not (outside_dir / "confined").exists()
 
 
 async def test_sandbox_off_runs_unconfined(root, outside_dir):

@@ -1,0 +1,92 @@
+"""The confinement a sandboxed iota hands down to every iota its commands start.
+
+A self-call (`iota run helper -m "…"`, see self_call.py) runs outside the sandbox, so without
+more the child could do what its parent may not: take another directory as its project, run
+its commands with `sandbox: off`, or ask a person who is not there. So the parent's shell puts
+its confinement in the environment of every command it runs, self-calls and sandboxed commands
+alike:
+
+    IOTA_CONFINED_ROOT      the parent's project root
+    IOTA_CONFINED_NETWORK   1 when the parent's commands may reach the network, else 0
+    IOTA_CONFINED_WRITE     the parent's `write:` paths, as a JSON list
+
+and an iota that finds it there enforces it when a chat starts (`enforce_confinement` in
+iota.chat): its project root is that root and a working directory outside it is refused; its
+shell must be sandboxed, with no network the parent's commands lack and nothing writable the
+parent's cannot write; `-c` and `--mcp` are refused (a config or a server of the model's
+choosing would run outside the sandbox); and it runs only headless, where whatever would need a
+yes is refused. Its own shell passes its own confinement on — the same root, a policy no weaker
+— so a child started from a child keeps it too. A variable that cannot be read confines as
+tightly as it can: a malformed one stops the start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from iota.errors import ConfigError
+
+ROOT_VARIABLE = "IOTA_CONFINED_ROOT"
+NETWORK_VARIABLE = "IOTA_CONFINED_NETWORK"
+WRITE_VARIABLE = "IOTA_CONFINED_WRITE"
+
+HEADLESS_ONLY = "it runs only headless, with -m, where nothing is asked"
+
+
+class ConfinementError(ConfigError):
+    """What a confined iota refuses to do; the message says it is confined and by what."""
+
+
+@dataclass(frozen=True)
+class Confinement:
+    root: Path
+    network: bool = False
+    write: tuple[str, ...] = ()  # absolute paths
+
+    def environment(self) -> dict[str, str]:
+        return {ROOT_VARIABLE: str(self.root), NETWORK_VARIABLE: "1" if self.network else "0",
+                WRITE_VARIABLE: json.dumps(list(self.write))}
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Confinement | None:
+        """The confinement this process was started under, or None when it was not confined."""
+        if ROOT_VARIABLE not in environ:
+            return None
+        root = environ[ROOT_VARIABLE]
+        network = environ.get(NETWORK_VARIABLE, "0")
+        try:
+            write = json.loads(environ.get(WRITE_VARIABLE, "[]"))
+        except ValueError:
+            write = None
+        if not os.path.isabs(root) or network not in ("0", "1") or not isinstance(write, list) or \
+                not all(isinstance(path, str) and os.path.isabs(path) for path in write):
+            raise ConfinementError(f"{ROOT_VARIABLE}, {NETWORK_VARIABLE} or {WRITE_VARIABLE} is malformed; "
+                                   "this iota was started confined and will not run unconfined")
+        return cls(Path(os.path.normpath(root)), network == "1", tuple(os.path.normpath(p) for p in write))
+
+    def refuse(self, what: str) -> ConfinementError:
+        return ConfinementError(f"confined to {self.root} by the iota that started this one: {what}")
+
+    def check_cwd(self, cwd: Path) -> None:
+        if not is_inside(cwd, self.root):
+            raise self.refuse(f"the working directory {cwd} is outside it")
+
+    def check_shell(self, *, sandbox: str, network: bool, writable: Sequence[str], allowed: Sequence[str]) -> None:
+        """A child's shell: sandboxed, no network the parent lacks, and each of its `writable`
+        paths inside one of the parent's (`allowed`: the same list, made from the parent's `write:`)."""
+        if sandbox != "auto":
+            raise self.refuse("tools.shell.sandbox: off is refused")
+        if network and not self.network:
+            raise self.refuse("tools.shell.network: true is refused (the parent's commands have no network)")
+        for path in writable:
+            if not any(is_inside(Path(path), Path(parent)) for parent in allowed):
+                raise self.refuse(f"tools.shell.write: {path} is refused (the parent's commands cannot write it)")
+
+
+def is_inside(path: Path, directory: Path) -> bool:
+    """Whether `path` is `directory` or lies under it, both with their symlinks resolved."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
