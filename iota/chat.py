@@ -158,22 +158,26 @@ class ChatSetup:
             yield toolbox
             return
         from iota.tools.jobs import open_job_table
+        from iota.tools.environment import EnvironmentPolicy
         from iota.tools.sandbox import Sandbox, probe_sandbox, startup_warnings
         from iota.tools.shell import ShellTool
 
         shell = tools.shell
-        sandbox = None
-        if shell.sandbox == "auto":
-            write = [settings.expand(os.path.expanduser(p), self.cwd) for p in shell.write]
-            sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write)
-        self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
         if job_notices is None:  # nobody reads them: an unbounded channel never blocks a job
             job_notices, _ = trio.open_memory_channel(math.inf)
         async with open_job_table(job_notices) as jobs:
+            sandbox = None
+            if shell.sandbox == "auto":
+                write = [settings.expand(os.path.expanduser(p), self.cwd) for p in shell.write]
+                sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write,
+                                              scratch=jobs.scratch_dir, logs=jobs.log_dir, cwd=self.cwd)
+            self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
             toolbox.jobs = jobs
             toolbox.add(ShellTool(root=self.project_root, jobs=jobs,
                                   sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
-                                  auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0]))
+                                  auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0],
+                                  environment=EnvironmentPolicy(shell.env_keep,
+                                                                frozenset(settings.secret_variables(self.config)))))
             yield toolbox
 
 

@@ -17,10 +17,12 @@ import math
 import os
 import shlex
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.environment import EnvironmentPolicy
 from iota.tools.jobs import (
     LET_GO_SECONDS,
     MAX_JOBS,
@@ -32,13 +34,15 @@ from iota.tools.jobs import (
     Outcome,
     command_name,
 )
+from iota.tools.reaper import reaper_argv
 from iota.tools.sandbox import Sandbox, find_bash
 
 OUTSIDE_SANDBOX = "(outside the sandbox)"
 
 SANDBOXED = (
-    "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache "
-    "directories (writes elsewhere fail with permission errors), and network access is {network}."
+    "Commands run inside an OS sandbox: file writes are confined to the project root, /tmp (private to "
+    "this session) and the cache directory (writes elsewhere fail with permission errors), git's hooks "
+    "and config are read-only, and network access is {network}."
 )
 UNSANDBOXED = "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative."
 
@@ -52,8 +56,9 @@ DESCRIPTION = (
     "job, and a notice with its exit status and output comes to you when it ends; do not poll for it. "
     'Set "background": true only for what should not be waited on at all (servers, watchers, a child '
     "agent); such a call returns at once with the job id and its output file. Up to {max_jobs} background "
-    "jobs at a time; they are killed when iota exits (a job that must outlive iota has to detach itself "
-    "with setsid, since iota kills the whole process group). "
+    "jobs at a time. Nothing a command starts outlives it: whatever it leaves running (`cmd &`, nohup, "
+    "setsid) is killed when its shell exits, and background jobs are killed when iota exits. Environment "
+    "variables whose names look secret (API keys, tokens, passwords) are not passed to commands. "
 )
 
 TIMEOUT_ERROR = "timeout must be a positive number of seconds"
@@ -74,15 +79,18 @@ class ShellTool(Tool):
         auto_run: bool = False,
         iota_executable: os.PathLike[str] | str | None = None,
         let_go_after: float = LET_GO_SECONDS,
+        environment: EnvironmentPolicy = EnvironmentPolicy(),
     ):
         """`sandbox` is the probe's Sandbox, or None (`sandbox: off`, or none available);
-        `iota_executable` is the running iota, which a sandboxed set lets out."""
+        `iota_executable` is the running iota, which a sandboxed set lets out; `environment`
+        says which of iota's variables a command sees."""
         self.root = Path(os.path.normpath(os.path.abspath(root)))
         self.jobs = jobs
         self.sandbox = sandbox
         self.auto_run = auto_run
         self.iota_executable = os.path.realpath(iota_executable) if iota_executable else None
         self.let_go_after = let_go_after
+        self.environment = environment
         self.bash = sandbox.bash if sandbox else find_bash()
         suffix = SANDBOXED.format(network="allowed" if sandbox.network else "BLOCKED") if sandbox else UNSANDBOXED
         self.description = DESCRIPTION.format(let_go=go_duration(let_go_after), max_jobs=MAX_JOBS) + suffix
@@ -134,11 +142,15 @@ class ShellTool(Tool):
         command = _command_arg(args)
         cwd = self._working_dir(args)
         timeout = _timeout_arg(args)
-        if self.sandbox is not None and not self._leaves_sandbox(args):
-            argv = self.sandbox.argv(command)
+        self_call = self._leaves_sandbox(args)
+        if self.sandbox is not None and not self_call:
+            launch = self.sandbox.launch(command, cwd)
+            argv, hold = launch.argv, launch.hold
         else:
-            argv = [self.bash, "-c", command]
-        spec = CommandSpec(argv, cwd, command, timeout)
+            argv, hold = reaper_argv([self.bash, "-c", command]), nullcontext
+        # A self-call is iota itself, which needs the provider keys to reach its model.
+        env = None if self_call else self.environment.environment()
+        spec = CommandSpec(argv, cwd, command, timeout, env, hold)
         try:
             if args.get("background") is True:
                 return _started_receipt(await self.jobs.start_background(spec))

@@ -14,12 +14,14 @@ import trio
 
 from iota.config.audit import check_sandbox_mode
 from iota.tools.sandbox import (
+    MAX_PROCESSES,
     Sandbox,
     SandboxUnavailable,
     probe_sandbox,
     startup_warnings,
     writable_paths,
 )
+from iota.tools import sandbox_mounts
 
 
 @pytest.fixture
@@ -50,10 +52,12 @@ async def sandbox_for(root: Path, *, network: bool = False) -> Sandbox:
 
 
 async def run_in(sandbox: Sandbox, root: Path, script: str) -> tuple[int, str]:
-    result = await trio.run_process(
-        sandbox.argv(script), cwd=root, stdin=subprocess.DEVNULL, capture_stdout=True,
-        stderr=subprocess.STDOUT, check=False,
-    )
+    launch = sandbox.launch(script, root)
+    with launch.hold():
+        result = await trio.run_process(
+            launch.argv, cwd=root, stdin=subprocess.DEVNULL, capture_stdout=True,
+            stderr=subprocess.STDOUT, check=False,
+        )
     return result.returncode, result.stdout.decode()
 
 
@@ -64,41 +68,54 @@ def test_writable_paths_are_ordered_cleaned_and_deduplicated(tmp_path, fake_home
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "project"
-    paths = writable_paths(root, ["~/extra", "rel/../data", "", "/tmp", str(root) + "/"])
-    assert paths == (
-        str(root),
-        tempfile.gettempdir(),
-        *(["/tmp"] if tempfile.gettempdir() != "/tmp" else []),
-        str(fake_home / ".cache"),
-        str(fake_home / "extra"),
-        str(tmp_path / "data"),
-    )
+    paths = writable_paths(root, ["~/extra", "rel/../data", "", str(root) + "/"])
+    # /tmp is not among them: a command gets a /tmp of its own.
+    assert paths == (str(root), str(fake_home / ".cache"), str(fake_home / "extra"), str(tmp_path / "data"))
     assert (fake_home / ".cache").is_dir(), "the cache dir is created so it can be bound"
 
 
-def test_argv_binds_existing_directories_and_protects_git(project, tmp_path):
+def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    # The machine's sockets come and go; these stand for them (one inside the project stays).
+    monkeypatch.setattr(sandbox_mounts, "host_sockets", lambda: ["/run/docker.sock", str(project / "app.sock")])
     missing = str(tmp_path / "missing")
-    sandbox = Sandbox(
-        bwrap="/usr/bin/bwrap", bash="/bin/bash", writable=(str(project), missing, str(tmp_path)),
-        protected=(str(project / ".git" / "hooks"), str(project / ".git" / "config"),
-                   str(project / ".git" / "absent")),
-        network=False,
-    )
-    assert sandbox.argv("echo hi") == [
-        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-        "--die-with-parent",
+    git = project / ".git"
+    sandbox = Sandbox(bwrap="/usr/bin/bwrap", bash="/bin/bash", root=str(project),
+                      writable=(str(project), missing, str(tmp_path / "logs")), network=False,
+                      scratch=str(tmp_path), logs=str(tmp_path))
+    (tmp_path / "logs").mkdir()
+    runtime = ["--perms", "0700", "--tmpfs", "/run/user"] if os.path.isdir("/run/user") else []
+    launch = sandbox.launch("echo hi", project)
+    assert launch.argv == [
+        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--unshare-net",
+        "--bind", str(tmp_path), "/tmp", "--setenv", "TMPDIR", "/tmp", *runtime,
+        "--ro-bind", str(tmp_path), str(tmp_path),
         "--bind", str(project), str(project),
-        "--bind", str(tmp_path), str(tmp_path),
-        "--ro-bind", str(project / ".git" / "hooks"), str(project / ".git" / "hooks"),
-        "--ro-bind", str(project / ".git" / "config"), str(project / ".git" / "config"),
-        "--unshare-net",
-        "--", "/bin/bash", "-c", "echo hi",
+        "--bind", str(tmp_path / "logs"), str(tmp_path / "logs"),
+        "--bind", str(git), str(git),
+        *[arg for name in ("hooks", "config", "config.worktree", "commondir")
+          for arg in ("--ro-bind", str(git / name), str(git / name))],
+        *[arg for name in (".iota.yaml", ".iota.yml")
+          for arg in ("--ro-bind", str(project / name), str(project / name))],
+        "--ro-bind", "/dev/null", "/run/docker.sock",
+        "--chdir", str(project),
+        "--", "/bin/bash", "-c", f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$0" -c "$1"', "/bin/bash", "echo hi",
     ]
-    networked = Sandbox(bwrap="bwrap", bash="/bin/bash", writable=(), protected=(), network=True, unshare_user=True)
-    assert networked.argv("x") == [
-        "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--die-with-parent",
-        "--unshare-user", "--", "/bin/bash", "-c", "x",
+    # What does not exist yet is held as a placeholder while the command runs.
+    assert [held.path for held in launch.held] == [
+        str(git / "hooks"), str(git / "config"), str(git / "config.worktree"), str(git / "commondir"),
+        str(project / ".iota.yaml"), str(project / ".iota.yml"),
     ]
+    networked = Sandbox(bwrap="bwrap", bash="/bin/bash", root=str(tmp_path / "missing"), writable=(),
+                        network=True, unshare_user=True)
+    argv = networked.argv("x")
+    assert argv[:12] == [
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc",
+        "--die-with-parent", "--unshare-user",
+    ]
+    assert argv[12:14] == ["--tmpfs", "/tmp"], "without a scratch directory, a fresh /tmp"
+    assert "--unshare-net" not in argv
 
 
 def test_sandbox_mode_is_auto_or_off():
@@ -114,7 +131,7 @@ def test_sandbox_mode_is_auto_or_off():
 
 
 def test_startup_warnings():
-    sandbox = Sandbox(bwrap="bwrap", bash="bash", writable=(), protected=(), network=False)
+    sandbox = Sandbox(bwrap="bwrap", bash="bash", root="/p", writable=(), network=False)
     missing = SandboxUnavailable("bwrap not found")
     assert startup_warnings(sandbox, auto_run=True) == []
     assert startup_warnings(None, auto_run=False) == []
@@ -189,12 +206,11 @@ async def test_writes_are_confined_to_the_writable_paths(project, outside_dir):
     assert (code, output) == (0, "")
     assert (project / "inside").read_text() == "yes\n" and (project / "sub" / "deeper").exists()
 
+    # /tmp is the command's own: writable, and not the host's.
     scratch = f"/tmp/iota-sandbox-test-{os.getpid()}"
-    try:
-        code, output = await run_in(sandbox, project, f"echo yes > {scratch}")
-        assert (code, output) == (0, "")
-    finally:
-        os.unlink(scratch)
+    code, output = await run_in(sandbox, project, f"echo yes > {scratch} && cat {scratch}")
+    assert (code, output) == (0, "yes\n")
+    assert not os.path.exists(scratch)
 
 
 async def test_git_hooks_and_config_stay_read_only(project):
