@@ -277,7 +277,7 @@ class JobTable:
     async def _supervise(self, command: _Command, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         spec = command.spec
         try:
-            with open(command.log_path, "ab") as log, spec.hold(), command.scope:
+            with open(command.log_path, "a+b") as log, spec.hold(), command.scope:
                 command.spawned_at = trio.current_time()
                 command.started = time.monotonic()
                 if spec.timeout is not None:

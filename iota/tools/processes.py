@@ -29,11 +29,13 @@ import trio
 STOP_GRACE_SECONDS = 1.0
 
 # The log of a command is kept under this size: past it, everything after the first
-# LOG_HEAD_BYTES is dropped (checked every LOG_CHECK_SECONDS, so a fast writer overshoots by
-# what it writes in that time).
+# LOG_HEAD_BYTES is dropped. It is checked every LOG_CHECK_SECONDS while it grows, so a fast
+# writer overshoots by what it writes in that time (`yes`: some 20 MB), and less often while
+# it is quiet.
 MAX_LOG_BYTES = 16 * 1024 * 1024
 LOG_HEAD_BYTES = 64 * 1024
-LOG_CHECK_SECONDS = 0.5
+LOG_CHECK_SECONDS = 0.1
+LOG_QUIET_SECONDS = 2.0
 LOG_CUT = "\n[... at least {} bytes of output dropped: a command's log is kept under {} MiB ...]\n"
 
 
@@ -106,22 +108,30 @@ def _wait_without_reaping(pid: int) -> None:
 
 
 async def _keep_log_small(log: BinaryIO) -> None:
-    """Every LOG_CHECK_SECONDS, cuts a log past MAX_LOG_BYTES back to its first LOG_HEAD_BYTES
-    (at a line end) and a marker saying how much was dropped; runs until cancelled. The command
-    writes through a descriptor opened for appending, so its next write lands after the marker."""
+    """Cuts a log past MAX_LOG_BYTES back to its first LOG_HEAD_BYTES (at a line end) and a
+    marker saying how much was dropped; runs until cancelled. It looks every LOG_CHECK_SECONDS
+    while the log grows, less and less often (up to LOG_QUIET_SECONDS) while it does not.
+
+    The command writes through a descriptor opened for appending, so its next write lands after
+    the cut; the marker is written through a second descriptor at the cut itself, over whatever
+    the command managed to append in between."""
     fd = log.fileno()
-    head: int | None = None
-    marker_length = dropped = 0
-    while True:
-        await trio.sleep(LOG_CHECK_SECONDS)
-        size = os.fstat(fd).st_size
-        if size <= MAX_LOG_BYTES:
-            continue
-        if head is None:
-            start = os.pread(fd, LOG_HEAD_BYTES, 0)
-            head = start.rfind(b"\n") + 1 or len(start)
-        dropped += size - head - marker_length
-        os.ftruncate(fd, head)
-        marker = LOG_CUT.format(dropped, MAX_LOG_BYTES // (1024 * 1024)).encode()
-        os.write(fd, marker)
-        marker_length = len(marker)
+    with open(log.name, "r+b", buffering=0) as editor:
+        head: int | None = None
+        marker_length = dropped = last_size = 0
+        delay = LOG_CHECK_SECONDS
+        while True:
+            await trio.sleep(delay)
+            size = os.fstat(fd).st_size
+            delay = LOG_CHECK_SECONDS if size != last_size else min(delay * 2, LOG_QUIET_SECONDS)
+            last_size = size
+            if size <= MAX_LOG_BYTES:
+                continue
+            if head is None:
+                start = os.pread(fd, LOG_HEAD_BYTES, 0)
+                head = start.rfind(b"\n") + 1 or len(start)
+            dropped += size - head - marker_length
+            os.ftruncate(fd, head)
+            marker = LOG_CUT.format(dropped, MAX_LOG_BYTES // (1024 * 1024)).encode()
+            os.pwrite(editor.fileno(), marker, head)
+            marker_length = len(marker)
