@@ -103,9 +103,6 @@ class Sandbox:
     # Set by the probe where plain namespaces are refused but a user namespace makes them work.
     unshare_user: bool = False
 
-    def argv(self, script: str, cwd: os.PathLike[str] | str | None = None) -> list[str]:
-        return self.launch(script, cwd).argv
-
     def launch(self, script: str, cwd: os.PathLike[str] | str | None = None) -> Launch:
         """The command line for `script`, started in `cwd` (inside the sandbox's view)."""
         argv = [self.bwrap, *BWRAP_BASE]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from iota.tools.sandbox import (
     writable_paths,
 )
 from iota.tools import sandbox_mounts
+from iota.tools.placeholders import MARKER, NOTICE, Protected, holding
 
 
 @pytest.fixture
@@ -109,7 +112,7 @@ def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, mon
     ]
     networked = Sandbox(bwrap="bwrap", bash="/bin/bash", root=str(tmp_path / "missing"), writable=(),
                         network=True, unshare_user=True)
-    argv = networked.argv("x")
+    argv = networked.launch("x").argv
     assert argv[:12] == [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc",
         "--die-with-parent", "--unshare-user",
@@ -182,7 +185,7 @@ async def test_probe_retries_with_a_user_namespace(project, tmp_path):
     ))
     sandbox = await probe_sandbox(project, bwrap=bwrap)
     assert isinstance(sandbox, Sandbox) and sandbox.unshare_user
-    assert "--unshare-user" in sandbox.argv("true")
+    assert "--unshare-user" in sandbox.launch("true").argv
 
 
 async def test_probe_that_fails_even_with_a_user_namespace_is_unavailable(project, tmp_path):
@@ -261,3 +264,116 @@ async def test_network_is_blocked_by_default(project):
 async def test_network_true_allows_connections(project):
     code, output, received = await connect_from_sandbox(await sandbox_for(project, network=True), project)
     assert (code, output, received) == (0, "", b"hello\n")
+
+
+# --- placeholders ----------------------------------------------------------------------------------
+
+
+def test_a_placeholder_lives_while_anyone_holds_it(tmp_path):
+    config = Protected(str(tmp_path / ".iota.yaml"))
+    hooks = Protected(str(tmp_path / "hooks"), None)
+    with holding([config, hooks]):
+        assert (tmp_path / ".iota.yaml").read_bytes() == NOTICE
+        assert os.listdir(tmp_path / "hooks") == [MARKER]
+        with holding([config]):
+            pass
+        assert (tmp_path / ".iota.yaml").exists(), "the outer holder still relies on it"
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_placeholder_held_by_another_process_stays_until_it_lets_go(tmp_path):
+    path = tmp_path / ".iota.yaml"
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom iota.tools.placeholders import Protected, holding\n"
+         "with holding([Protected(sys.argv[1])]):\n    print('held', flush=True)\n    sys.stdin.readline()\n",
+         str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline() == "held\n"
+        with holding([Protected(str(path))]):
+            pass
+        assert path.read_bytes() == NOTICE, "the other process still relies on it"
+    finally:
+        other.communicate("go\n")
+    assert not path.exists(), "the last holder removed it"
+
+
+def test_what_the_person_made_is_never_removed(tmp_path):
+    (tmp_path / ".iota.yaml").write_text("agents: {}\n")
+    (tmp_path / "hooks").mkdir()
+    with holding([Protected(str(tmp_path / ".iota.yaml")), Protected(str(tmp_path / "hooks"), None)]):
+        pass
+    assert (tmp_path / ".iota.yaml").read_text() == "agents: {}\n" and (tmp_path / "hooks").is_dir()
+
+
+# --- what is protected -----------------------------------------------------------------------------
+
+
+def protected_paths(root: Path, writable: list[Path]) -> tuple[list[str], list[str]]:
+    mounts = sandbox_mounts.overlay(str(root), [str(root)], None, [str(path) for path in writable], [])
+    return mounts.self_binds, [protected.path for protected in mounts.protected]
+
+
+def test_a_repository_with_worktrees_and_nested_submodules(tmp_path):
+    git = tmp_path / "project" / ".git"
+    for directory in ("hooks", "worktrees/w1", "modules/libs/a/modules/inner", "modules/b"):
+        (git / directory).mkdir(parents=True)
+    for module in ("modules/libs/a", "modules/libs/a/modules/inner", "modules/b"):
+        (git / module / "HEAD").write_text("ref: refs/heads/main\n")
+    binds, protected = protected_paths(tmp_path / "project", [tmp_path / "project"])
+    modules = ["modules/libs/a", "modules/libs/a/modules/inner", "modules/b"]
+    assert binds == [str(git / path) for path in (
+        ".", "worktrees", "worktrees/w1", "modules", "modules/b", "modules/libs", "modules/libs/a",
+        "modules/libs/a/modules", "modules/libs/a/modules/inner")]
+    names = ["hooks", "config", "config.worktree", "commondir"]
+    assert sorted(protected) == sorted(
+        [str(git / name) for name in names]
+        + [str(git / "worktrees/w1" / name) for name in ("config.worktree", "commondir")]
+        + [str(git / module / name) for module in modules for name in names]
+        + [str(tmp_path / "project" / name) for name in (".iota.yaml", ".iota.yml")]
+    )
+
+
+def test_a_linked_worktree_protects_its_git_file_and_the_common_directory(tmp_path):
+    common = tmp_path / "main" / ".git"
+    (common / "worktrees" / "feature").mkdir(parents=True)
+    (common / "worktrees" / "feature" / "commondir").write_text("../..\n")
+    worktree = tmp_path / "feature"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {common / 'worktrees' / 'feature'}\n")
+    # Only the worktree is writable: the common directory is read-only already.
+    assert protected_paths(worktree, [worktree]) == (
+        [], [str(worktree / ".git"), str(worktree / ".iota.yaml"), str(worktree / ".iota.yml")])
+    binds, protected = protected_paths(worktree, [worktree, tmp_path / "main"])
+    assert binds[:2] == [str(common / "worktrees" / "feature"), str(common)]
+    assert protected[:7] == [
+        str(worktree / ".git"),
+        str(common / "worktrees" / "feature" / "config.worktree"), str(common / "worktrees" / "feature" / "commondir"),
+        *[str(common / name) for name in ("hooks", "config", "config.worktree", "commondir")],
+    ]
+
+
+def test_a_git_link_is_left_alone(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / ".git").symlink_to(tmp_path / "elsewhere")
+    assert protected_paths(tmp_path / "project", [tmp_path / "project"])[0] == []
+
+
+def test_host_sockets_lists_path_sockets_only(tmp_path):
+    path = tmp_path / "listening.sock"
+    with socket.socket(socket.AF_UNIX) as listener, socket.socket(socket.AF_UNIX) as abstract:
+        listener.bind(str(path))
+        listener.listen(1)
+        abstract.bind(b"\0iota-test-abstract")
+        abstract.listen(1)
+        found = sandbox_mounts.host_sockets()
+    assert str(path) in found and not any("iota-test-abstract" in name for name in found)
+
+
+async def test_abstract_sockets_are_out_of_reach_without_network(project):
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(b"\0iota-test-listener")
+        listener.listen(1)
+        connect = "import socket; socket.socket(socket.AF_UNIX).connect(b'\\\\0iota-test-listener')"
+        code, output = await run_in(await sandbox_for(project), project, f'{sys.executable} -c "{connect}"')
+    assert code != 0 and "Connection refused" in output

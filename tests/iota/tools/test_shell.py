@@ -219,6 +219,28 @@ async def test_cancelling_the_call_kills_the_group_and_says_so(root):
     await assert_none_running("sleep 100.102")
 
 
+async def test_a_sandboxed_command_outlives_trios_idle_worker_threads(root, monkeypatch):
+    # --die-with-parent means "when the thread that spawned me exits": spawned from a trio worker
+    # thread, a command died once that thread had been idle for IDLE_TIMEOUT (10 s; shortened here).
+    monkeypatch.setattr(trio._core._thread_cache, "IDLE_TIMEOUT", 0.1)
+    async with open_shell(root, let_go_after=10) as (shell, _):
+        with trio.fail_after(10):
+            await trio.to_thread.run_sync(lambda: None)  # a worker thread that goes idle now
+            result = await shell.run({"command": "sleep 1.5; echo survived"})
+    assert (result.content, result.is_error) == ("survived\n", False)
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_exit_status_and_signals_are_the_commands_own(root, sandboxed):
+    async with open_shell(root, sandboxed=sandboxed) as (shell, _):
+        # SIGPIPE has its default action (Python ignores it for itself), so `yes` ends quietly.
+        assert (await shell.run({"command": "yes | head -n 2"})).content == "y\ny\n"
+        # A shell killed by a signal: bwrap reports it as 128 + the signal, bash itself as a death.
+        killed = await shell.run({"command": "kill -TERM $$"})
+        assert killed.content == ("\n[exit code 143]" if sandboxed else "\n[exit code -1]")
+        assert (await shell.run({"command": "exit 7"})).content == "\n[exit code 7]"
+
+
 async def test_a_cancelled_call_still_raises_at_the_next_checkpoint(root):
     # Answering "[command cancelled]" must not swallow the cancellation itself.
     async with open_shell(root, sandboxed=False) as (shell, _):
