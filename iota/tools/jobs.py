@@ -10,11 +10,11 @@ Every command, foreground or background, is a task in the table's nursery that o
 from spawn to reaping. Its cancel scope is the only way a command is stopped: a timeout is the
 scope's deadline, a cancelled call or a closing table cancels it, and the task then stops the
 command (SIGTERM to its leader, bwrap or the reaper, each of which takes down everything the
-command started, then SIGKILL to the whole process group) and reaps it. Because the process belongs to the
-table and not to the call, a foreground call that runs past the let-go threshold simply stops
-waiting: the command becomes a background job where it stands, with nothing handed over. When a
-job ends its slot is freed and a `JobNotice` goes to the chat through the channel; when the table
-closes (iota exits) every command still running is killed.
+command started, then SIGKILL to the whole process group) and reaps it. Because the process
+belongs to the table and not to the call, a foreground call that runs past the let-go threshold
+simply stops waiting: the command becomes a background job where it stands, with nothing handed
+over. When a job ends its slot is freed and a `JobNotice` goes to the chat through the channel;
+when the table closes (iota exits) every command still running is killed.
 
 How a process is spawned, waited for, stopped, and its log kept small is in `processes.py`.
 
@@ -54,6 +54,7 @@ LET_GO_SECONDS = 20.0
 # How long a cancelled call waits for its killed command to be reaped before answering anyway
 # (a process stuck in the kernel cannot be hurried; the table still owns and reaps it).
 KILL_GRACE_SECONDS = 3.0
+
 # The output caps: the line cap first, then the byte cap on what it left.
 MAX_LINES, HEAD_LINES, TAIL_LINES = 512, 128, 384
 MAX_BYTES, HEAD_BYTES, TAIL_BYTES = 32 * 1024, 8 * 1024, 22 * 1024

@@ -146,4 +146,5 @@ def _is_placeholder(fd: int, protected: Protected) -> bool:
             return False
         with open(os.path.join(protected.path, MARKER), "rb") as marker:
             return marker.read(len(NOTICE) + 1) == NOTICE
-    return os.fstat(fd).st_size == len(protected.content) and os.pread(fd, len(protected.content) + 1, 0) == protected.content
+    content = protected.content
+    return os.fstat(fd).st_size == len(content) and os.pread(fd, len(content) + 1, 0) == content

@@ -62,9 +62,10 @@ async def run_to_end(process: subprocess.Popen[bytes], log: BinaryIO) -> int:
             await _exited(process)
             nursery.cancel_scope.cancel()
     finally:
-        if process.returncode is None and process.poll() is None:
+        if process.poll() is None:  # cancelled while it runs
             with trio.CancelScope(shield=True):
                 await _stop(process)
+            process.wait()
     return process.wait()
 
 
@@ -92,7 +93,7 @@ async def _exited(process: subprocess.Popen[bytes]) -> None:
         pidfd = os.pidfd_open(process.pid)
     except (AttributeError, OSError):
         # No pidfd (macOS, or a Linux before 5.3): a thread waits, and is abandoned if cancelled.
-        await trio.to_thread.run_sync(_wait_without_reaping, process.pid, abandon_on_cancel=True)
+        await trio.to_thread.run_sync(_wait_without_reaping, process, abandon_on_cancel=True)
         return
     try:
         await trio.lowlevel.wait_readable(pidfd)
@@ -100,9 +101,12 @@ async def _exited(process: subprocess.Popen[bytes]) -> None:
         os.close(pidfd)
 
 
-def _wait_without_reaping(pid: int) -> None:
+def _wait_without_reaping(process: subprocess.Popen[bytes]) -> None:
+    if not hasattr(os, "waitid"):
+        process.wait()  # Reaps it: where there is no waitid, the group kill may come a moment late.
+        return
     try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
     except ChildProcessError:
         pass  # Already reaped.
 

@@ -36,7 +36,10 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def reaper_argv(argv: list[str]) -> list[str]:
-    """`argv` run under the reaper, on behalf of this process."""
+    """`argv` run under the reaper, on behalf of this process; as it is where there is no prctl
+    (anything but Linux), where only the process group kill stops a command."""
+    if not sys.platform.startswith("linux"):
+        return argv
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid()), *argv]
 
 

@@ -20,6 +20,9 @@ Four kinds of thing:
   writable path (the project, a `write:` directory) stays: what lives there is the project's.
 - Nothing else: reads are not restricted.
 
+A socket that goes away between the scan and bwrap's mount makes that one command fail with
+bwrap's error (it cannot create a mount point in a read-only directory); the next one scans again.
+
 Paths that do not exist yet are protected through placeholders (see `placeholders.py`); a
 protected path is only mounted when its directory is writable inside the sandbox, since
 anything else is read-only already.
@@ -183,22 +186,21 @@ def _within(path: str, directories: Sequence[str]) -> bool:
 
 
 def host_sockets(table: str = "/proc/net/unix") -> list[str]:
-    """The Unix sockets bound to a path in this network namespace (not abstract ones), as they
-    exist now, real paths, each once."""
+    """The Unix sockets bound to a path in this network namespace (not abstract ones) that exist
+    now, as real paths, each once. (The table lists a listening socket again for every accepted
+    connection, so paths are collected first and looked at once each.)"""
     try:
         with open(table, encoding="utf-8", errors="replace") as file:
             lines = file.read().splitlines()[1:]
     except OSError:
         return []
+    paths = dict.fromkeys(fields[7] for fields in (line.split(None, 7) for line in lines)
+                          if len(fields) == 8 and fields[7].startswith("/"))
     found = {}
-    for line in lines:
-        fields = line.split(None, 7)
-        if len(fields) < 8 or not fields[7].startswith("/"):
-            continue
-        path = os.path.realpath(fields[7])
+    for path in paths:
         try:
             if stat.S_ISSOCK(os.lstat(path).st_mode):
-                found[path] = None
+                found[os.path.realpath(path)] = None
         except OSError:
             continue
     return list(found)
@@ -206,10 +208,10 @@ def host_sockets(table: str = "/proc/net/unix") -> list[str]:
 
 def runtime_dirs() -> list[str]:
     """The directories of other programs' sockets and session state a command must not see:
-    /run/user (every user's runtime directory) and `$XDG_RUNTIME_DIR` wherever it is."""
+    /run/user (every user's runtime directory), then `$XDG_RUNTIME_DIR` wherever it is (inside
+    /run/user too: it is then recreated, empty, for programs that expect it to exist)."""
     directories = [path for path in RUNTIME_DIRS if os.path.isdir(path)]
     xdg = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(xdg) and os.path.isdir(xdg) and not _within(os.path.realpath(xdg), directories):
+    if os.path.isabs(xdg) and os.path.isdir(xdg) and xdg not in directories:
         directories.append(xdg)
     return directories
-

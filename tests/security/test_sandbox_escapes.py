@@ -101,7 +101,8 @@ async def test_missing_hooks_directory_cannot_be_created(tmp_path, outside_dir):
     root.mkdir()
     git("init", "-q", "--template=", cwd=root)  # no hooks directory at all
     marker = outside_dir / "hook-ran"
-    attack = f"mkdir -p .git/hooks && printf '{hook_script(marker)}' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"
+    attack = (f"mkdir -p .git/hooks && printf '{hook_script(marker)}' > .git/hooks/pre-commit "
+              "&& chmod +x .git/hooks/pre-commit")
     async with real_shell(root) as shell:
         result = await shell.run({"command": attack})
     assert result.is_error and "Read-only file system" in result.content
@@ -113,8 +114,8 @@ async def test_missing_hooks_directory_cannot_be_created(tmp_path, outside_dir):
 async def test_commondir_cannot_point_git_at_another_config(repo, outside_dir):
     marker = outside_dir / "fsmonitor-ran"
     attack = (
-        f"mkdir evil && cp -a .git/. evil/ && printf '{hook_script(marker)}' > evil/fsmonitor && chmod +x evil/fsmonitor "
-        f"&& printf '[core]\\n\\tfsmonitor = {repo}/evil/fsmonitor\\n' >> evil/config && echo ../evil > .git/commondir"
+        f"mkdir evil && cp -a .git/. evil/ && printf '{hook_script(marker)}' > evil/fsmonitor "
+        f"&& chmod +x evil/fsmonitor && printf '[core]\\n\\tfsmonitor = {repo}/evil/fsmonitor\\n' >> evil/config && echo ../evil > .git/commondir"
     )
     async with real_shell(repo) as shell:
         result = await shell.run({"command": attack})
@@ -137,7 +138,7 @@ async def test_a_submodules_config_stays_read_only(repo, tmp_path, outside_dir):
     async with real_shell(repo) as shell:
         result = await shell.run({"command": attack})
         assert result.is_error and "Read-only file system" in result.content
-        result = await shell.run({"command": f"mv .git/modules .git/old && echo moved"})
+        result = await shell.run({"command": "mv .git/modules .git/old && echo moved"})
         assert result.is_error and "Device or resource busy" in result.content
     git("status", cwd=repo)  # `git status` looks into each submodule, with its config
     assert not marker.exists()
