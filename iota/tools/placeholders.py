@@ -7,17 +7,19 @@ mounted on, and most of what the sandbox protects usually does not exist: `./.io
 no way to refuse one name in a writable directory without a mount point there, so iota puts a
 placeholder at such a path just before the command starts, the sandbox binds it read-only, and
 iota removes it again when the last command that relies on it has ended. Nothing is left in the
-project afterwards; while a command runs the placeholder is visible from outside (a file that
-says what it is, or a directory holding only such a file), and a `kill -9` of iota leaves it
-behind.
+project afterwards; while a command runs the placeholder is visible from outside, and a
+`kill -9` of iota leaves it behind. Inside `.git` a placeholder is a file that says what it is
+(git does not list what is in `.git`); anywhere else it is an empty directory, which git does not
+list either, so a `git add -A` inside the sandbox cannot commit it (and iota's config loader
+skips a config that is a directory).
 
 Several commands — of this iota or of another one in the same project — can rely on one
 placeholder at once, and removing it under a running sandbox would lift that sandbox's mount
 (since Linux 3.18 removing a mount point from another mount namespace detaches the mount). So
 every command holds a shared `flock` on each protected path while it runs, and a placeholder is
 removed only by whoever can take the exclusive lock, i.e. when nobody holds it any more. A
-placeholder is recognised by its content (a directory: by being empty), so a file the person
-made is never removed, not even an empty directory.
+placeholder is recognised by its content, so a file the person made is never removed; a
+directory placeholder by being empty (an empty `.git/hooks` of the person's may go with it).
 """
 
 from __future__ import annotations
@@ -36,9 +38,6 @@ NOTICE = (
     b"# create this file. iota removes it when the command ends.\n"
 )
 
-# The file a directory placeholder holds, saying what it is.
-MARKER = ".iota-placeholder"
-
 # Taking the shared lock waits only for another process removing the placeholder (microseconds).
 LOCK_ATTEMPTS = 50
 LOCK_RETRY_SECONDS = 0.01
@@ -48,8 +47,7 @@ LOCK_RETRY_SECONDS = 0.01
 class Protected:
     """A path the sandbox binds read-only; created as a placeholder when it does not exist.
 
-    `content` is what a file placeholder holds; None makes the placeholder a directory (holding
-    only a `MARKER` file with the notice)."""
+    `content` is what a file placeholder holds; None makes the placeholder an empty directory."""
 
     path: str
     content: bytes | None = NOTICE
@@ -92,11 +90,8 @@ def _open_or_create(protected: Protected) -> int:
         try:
             os.mkdir(protected.path, 0o755)
         except FileExistsError:
-            pass
-        else:
-            with open(os.path.join(protected.path, MARKER), "wb") as marker:
-                marker.write(NOTICE)
-        return os.open(protected.path, flags | os.O_DIRECTORY)
+            pass  # Whatever is there (a file, even) is what the sandbox binds.
+        return os.open(protected.path, flags)
     try:
         fd = os.open(protected.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
     except FileExistsError:
@@ -121,7 +116,6 @@ def _release(protected: Protected, fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if _same_file(fd, protected.path) and _is_placeholder(fd, protected):
             if protected.content is None:
-                os.unlink(os.path.join(protected.path, MARKER))
                 os.rmdir(protected.path)
             else:
                 os.unlink(protected.path)
@@ -142,9 +136,6 @@ def _same_file(fd: int, path: str) -> bool:
 
 def _is_placeholder(fd: int, protected: Protected) -> bool:
     if protected.content is None:
-        if os.listdir(fd) != [MARKER]:
-            return False
-        with open(os.path.join(protected.path, MARKER), "rb") as marker:
-            return marker.read(len(NOTICE) + 1) == NOTICE
+        return not os.listdir(fd)
     content = protected.content
     return os.fstat(fd).st_size == len(content) and os.pread(fd, len(content) + 1, 0) == content

@@ -226,17 +226,20 @@ async def _run_probe(sandbox: Sandbox) -> str | None:
     with trio.move_on_after(PROBE_SECONDS):
         try:
             with launch.hold():
-                result = await trio.run_process(
-                    launch.argv,
-                    cwd=sandbox.root,
-                    stdin=subprocess.DEVNULL,
-                    capture_stdout=True,
-                    capture_stderr=True,
-                    check=False,
-                    deliver_cancel=_kill,
-                )
+                try:
+                    result = await trio.run_process(
+                        launch.argv,
+                        cwd=sandbox.root,
+                        stdin=subprocess.DEVNULL,
+                        capture_stdout=True,
+                        capture_stderr=True,
+                        check=False,
+                        deliver_cancel=_kill,
+                    )
+                except OSError as error:
+                    return f"cannot run {sandbox.bwrap}: {error.strerror or error}"
         except OSError as error:
-            return f"cannot run {sandbox.bwrap}: {error.strerror or error}"
+            return f"cannot protect {error.filename}: {error.strerror or error}"
         if result.returncode == 0:
             return None
         lines = result.stderr.decode(errors="replace").strip().splitlines()

@@ -84,8 +84,9 @@ def overlay(
         app_home = os.path.join(home, APP_DIR)
         if os.path.isdir(app_home) or writable_here(app_home):
             result.hidden.append(Protected(app_home, None))
+    # Placeholders outside .git are empty directories: git does not list them.
     result.protected += [
-        Protected(os.path.join(directory, name)) for directory in directories for name in CONFIG_NAMES
+        Protected(os.path.join(directory, name), None) for directory in directories for name in CONFIG_NAMES
         if writable_here(os.path.join(directory, name))
     ]
     result.sockets = [path for path in host_sockets() if not _within(path, writable_real + hidden_real)]

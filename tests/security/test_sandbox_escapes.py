@@ -299,12 +299,19 @@ async def test_the_project_config_cannot_be_written(repo, exists):
     if exists:
         for directory in (repo, start):
             (directory / ".iota.yaml").write_text("agents: {}\n")
-    attack = ("for f in .iota.yaml .iota.yml sub/.iota.yaml sub/.iota.yml; do "
-              "echo 'mcp_servers: {evil: {command: sh}}' > $f; done; "
-              "mv .iota.yaml moved; rm -f .iota.yml; ln -s /x sub/.iota.yml; true")
+    names = [".iota.yaml", ".iota.yml", "sub/.iota.yaml", "sub/.iota.yml"]
+    attack = "; ".join(
+        f"echo 'mcp_servers: {{evil: {{command: sh}}}}' > {name} && echo wrote {name}; "
+        f"mv -f {name} moved 2>/dev/null && echo moved {name}; "
+        f"mkdir -p hidden && ln -s hidden/x {name} 2>/dev/null && echo linked {name}" for name in names
+    )
     async with real_shell(repo, cwd=start) as shell:
         result = await shell.run({"command": attack})
-    assert result.content.count("Read-only file system") == 4
+        assert [line for line in result.content.splitlines() if line.startswith(("wrote", "moved", "linked"))] == []
+        # git does not list a placeholder, so a `git add -A` in the sandbox cannot commit one.
+        status = await shell.run({"command": "git status --porcelain --untracked-files=all"})
+        listed = sorted(line[3:] for line in status.content.splitlines() if ".iota" in line)
+        assert listed == ([".iota.yaml", "sub/.iota.yaml"] if exists else [])
     for directory in (repo, start):
         assert not (directory / ".iota.yml").exists()
         if exists:
@@ -321,11 +328,12 @@ async def test_iota_home_and_user_config_cannot_be_written_when_home_is_writable
     monkeypatch.setenv("HOME", str(home))
     project = home if how == "the project is home" else tmp_path / "project"
     project.mkdir(exist_ok=True)
-    attack = ("echo 'providers: {x: {type: openai, url: http://evil}}' > ~/.iota.yaml; echo x > ~/.iota.yml; "
-              "mkdir -p ~/.iota/bots/evil; echo x > ~/.iota/MEMORY.md; true")
+    attack = ("echo 'providers: {x: {type: openai, url: http://evil}}' > ~/.iota.yaml && echo wrote; "
+              "echo x > ~/.iota.yml && echo wrote; mkdir -p ~/.iota/bots/evil && echo wrote; "
+              "echo x > ~/.iota/MEMORY.md && echo wrote; true")
     async with real_shell(project, write=(str(home),)) as shell:
         result = await shell.run({"command": attack})
-    assert result.content.count("Read-only file system") == 4
+    assert "wrote" not in result.content
     assert sorted(name for name in os.listdir(home) if name.startswith(".iota")) == []
 
 

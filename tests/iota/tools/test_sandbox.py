@@ -24,7 +24,7 @@ from iota.tools.sandbox import (
     writable_paths,
 )
 from iota.tools import sandbox_mounts
-from iota.tools.placeholders import MARKER, NOTICE, Protected, holding
+from iota.tools.placeholders import NOTICE, Protected, holding
 
 
 @pytest.fixture
@@ -274,7 +274,7 @@ def test_a_placeholder_lives_while_anyone_holds_it(tmp_path):
     hooks = Protected(str(tmp_path / "hooks"), None)
     with holding([config, hooks]):
         assert (tmp_path / ".iota.yaml").read_bytes() == NOTICE
-        assert os.listdir(tmp_path / "hooks") == [MARKER]
+        assert os.listdir(tmp_path / "hooks") == []
         with holding([config]):
             pass
         assert (tmp_path / ".iota.yaml").exists(), "the outer holder still relies on it"
@@ -298,11 +298,12 @@ def test_a_placeholder_held_by_another_process_stays_until_it_lets_go(tmp_path):
 
 
 def test_what_the_person_made_is_never_removed(tmp_path):
-    (tmp_path / ".iota.yaml").write_text("agents: {}\n")
+    (tmp_path / "config").write_text("[core]\n")
     (tmp_path / "hooks").mkdir()
-    with holding([Protected(str(tmp_path / ".iota.yaml")), Protected(str(tmp_path / "hooks"), None)]):
+    (tmp_path / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    with holding([Protected(str(tmp_path / "config")), Protected(str(tmp_path / "hooks"), None)]):
         pass
-    assert (tmp_path / ".iota.yaml").read_text() == "agents: {}\n" and (tmp_path / "hooks").is_dir()
+    assert (tmp_path / "config").read_text() == "[core]\n" and (tmp_path / "hooks" / "pre-commit").exists()
 
 
 # --- what is protected -----------------------------------------------------------------------------
