@@ -181,6 +181,15 @@ def writable_paths(root: os.PathLike[str] | str, write: Sequence[str] = ()) -> t
     return tuple(dict.fromkeys(cleaned))
 
 
+def protected_paths(root: os.PathLike[str] | str) -> tuple[str, ...]:
+    """The paths in and around the project a sandboxed command may not write or create, as they
+    are now: git's files that make git run code, `.iota.yaml`/`.iota.yml`, and `~/.iota` where
+    the project reaches it. The code tools refuse the same paths."""
+    root = os.path.normpath(os.path.abspath(root))
+    mounts = overlay(root, (root,), _home(), (root,), ())
+    return tuple(protected.path for protected in mounts.protected + mounts.hidden)
+
+
 async def probe_sandbox(
     root: os.PathLike[str] | str,
     *,

@@ -78,9 +78,8 @@ def overlay(
 
     result = Overlay()
     result.self_binds, result.protected = _repository_of(root, writable_here)
-    directories = list(dict.fromkeys(config_dirs))
+    directories = list(dict.fromkeys([*config_dirs, *([home] if home else [])]))
     if home:
-        directories.append(home)
         app_home = os.path.join(home, APP_DIR)
         if os.path.isdir(app_home) or writable_here(app_home):
             result.hidden.append(Protected(app_home, None))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import signal
 import socket
@@ -349,6 +350,17 @@ async def test_what_a_call_leaves_running_dies_with_it(repo, sandboxed):
         await assert_none_running(sleeper)
 
 
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_the_chats_exit_takes_background_jobs_along(repo, sandboxed):
+    sleeper = f"sleep 7713.{int(sandboxed)}"
+    async with real_shell(repo, sandboxed=sandboxed) as shell:
+        await shell.run({"command": f"setsid {sleeper} & {sleeper}", "background": True})
+        with trio.fail_after(10):
+            while len(running(sleeper)) < 2:
+                await trio.sleep(0.02)
+    await assert_none_running(sleeper)
+
+
 CHILD = textwrap.dedent("""
     import sys, trio
     from iota.tools.jobs import open_job_table
@@ -406,10 +418,13 @@ async def test_a_runaway_background_log_is_kept_small(repo, monkeypatch):
     monkeypatch.setattr(processes, "LOG_CHECK_SECONDS", 0.05)
     async with real_shell(repo) as shell:
         await shell.run({"command": "yes", "background": True})
-        await trio.sleep(1.5)
+        await trio.sleep(2)
         [job] = shell.jobs.running()  # still running: the log is cut, the job is not
         size = job.log_path.stat().st_size
         with open(job.log_path, "rb") as log:
-            start = log.read(1024 * 1024)  # the kept head, then (after what the writer got in) the marker
-    assert size < 64 * 1024 * 1024  # the cap, and what `yes` writes before the next look (load slows it)
-    assert start.startswith(b"y\n" * 1000) and b"bytes of output dropped: a command's log is kept under 1 MiB" in start
+            start = log.read(1024 * 1024)  # the kept head, then the marker
+    # How far past the cap the log gets depends on how fast `yes` writes between two looks (and
+    # on the machine's load), so the test compares with what was dropped: most of it.
+    marker = re.search(rb"\[\.\.\. at least (\d+) bytes of output dropped: a command's log is kept under 1 MiB", start)
+    assert start.startswith(b"y\n" * 1000) and marker is not None
+    assert int(marker[1]) > size

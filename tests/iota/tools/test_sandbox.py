@@ -20,6 +20,7 @@ from iota.tools.sandbox import (
     Sandbox,
     SandboxUnavailable,
     probe_sandbox,
+    protected_paths,
     startup_warnings,
     writable_paths,
 )
@@ -309,7 +310,7 @@ def test_what_the_person_made_is_never_removed(tmp_path):
 # --- what is protected -----------------------------------------------------------------------------
 
 
-def protected_paths(root: Path, writable: list[Path]) -> tuple[list[str], list[str]]:
+def mounts_of(root: Path, writable: list[Path]) -> tuple[list[str], list[str]]:
     mounts = sandbox_mounts.overlay(str(root), [str(root)], None, [str(path) for path in writable], [])
     return mounts.self_binds, [protected.path for protected in mounts.protected]
 
@@ -320,7 +321,7 @@ def test_a_repository_with_worktrees_and_nested_submodules(tmp_path):
         (git / directory).mkdir(parents=True)
     for module in ("modules/libs/a", "modules/libs/a/modules/inner", "modules/b"):
         (git / module / "HEAD").write_text("ref: refs/heads/main\n")
-    binds, protected = protected_paths(tmp_path / "project", [tmp_path / "project"])
+    binds, protected = mounts_of(tmp_path / "project", [tmp_path / "project"])
     modules = ["modules/libs/a", "modules/libs/a/modules/inner", "modules/b"]
     assert binds == [str(git / path) for path in (
         ".", "worktrees", "worktrees/w1", "modules", "modules/b", "modules/libs", "modules/libs/a",
@@ -342,9 +343,9 @@ def test_a_linked_worktree_protects_its_git_file_and_the_common_directory(tmp_pa
     worktree.mkdir()
     (worktree / ".git").write_text(f"gitdir: {common / 'worktrees' / 'feature'}\n")
     # Only the worktree is writable: the common directory is read-only already.
-    assert protected_paths(worktree, [worktree]) == (
+    assert mounts_of(worktree, [worktree]) == (
         [], [str(worktree / ".git"), str(worktree / ".iota.yaml"), str(worktree / ".iota.yml")])
-    binds, protected = protected_paths(worktree, [worktree, tmp_path / "main"])
+    binds, protected = mounts_of(worktree, [worktree, tmp_path / "main"])
     assert binds[:2] == [str(common / "worktrees" / "feature"), str(common)]
     assert protected[:7] == [
         str(worktree / ".git"),
@@ -353,11 +354,23 @@ def test_a_linked_worktree_protects_its_git_file_and_the_common_directory(tmp_pa
     ]
 
 
+def test_protected_paths_for_the_code_tools(project, fake_home):
+    git = project / ".git"
+    assert protected_paths(project) == (
+        *[str(git / name) for name in ("hooks", "config", "config.worktree", "commondir")],
+        str(project / ".iota.yaml"), str(project / ".iota.yml"),
+    )
+    # With the project at home, home's own files are protected too.
+    assert protected_paths(fake_home) == (
+        str(fake_home / ".iota.yaml"), str(fake_home / ".iota.yml"), str(fake_home / ".iota"),
+    )
+
+
 def test_a_git_link_is_left_alone(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "project").mkdir()
     (tmp_path / "project" / ".git").symlink_to(tmp_path / "elsewhere")
-    assert protected_paths(tmp_path / "project", [tmp_path / "project"])[0] == []
+    assert mounts_of(tmp_path / "project", [tmp_path / "project"])[0] == []
 
 
 def test_host_sockets_lists_path_sockets_only(tmp_path):
