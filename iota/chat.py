@@ -165,26 +165,30 @@ class ChatSetup:
             yield toolbox
             return
         from iota.tools.jobs import open_job_table
+        from iota.tools.environment import EnvironmentPolicy
         from iota.tools.sandbox import Sandbox, probe_sandbox, startup_warnings
         from iota.tools.shell import ShellTool
 
         shell = tools.shell
-        sandbox = None
         write = shell_write_paths(shell, self.cwd)
-        if shell.sandbox == "auto":
-            sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write)
-        if self.confinement is not None and not isinstance(sandbox, Sandbox):
-            raise self.confinement.refuse(f"its commands need a sandbox, and there is none here ({sandbox.reason})")
-        self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
         if job_notices is None:  # nobody reads them: an unbounded channel never blocks a job
             job_notices, _ = trio.open_memory_channel(math.inf)
         async with open_job_table(job_notices) as jobs:
+            sandbox = None
+            if shell.sandbox == "auto":
+                sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write,
+                                              scratch=jobs.scratch_dir, logs=jobs.log_dir, cwd=self.cwd)
+            if self.confinement is not None and not isinstance(sandbox, Sandbox):
+                raise self.confinement.refuse(f"its commands need a sandbox, and there is none here ({sandbox.reason})")
+            self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
             toolbox.jobs = jobs
             sandboxed = isinstance(sandbox, Sandbox)
             confinement = Confinement(self.project_root, shell.network, tuple(write)) if sandboxed else None
             tool = ShellTool(root=self.project_root, jobs=jobs, sandbox=sandbox if sandboxed else None,
                              auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0],
-                             confinement=confinement)
+                             confinement=confinement,
+                             environment=EnvironmentPolicy(shell.env_keep,
+                                                           frozenset(settings.secret_variables(self.config))))
             if tool.writable_code is not None:
                 self.warnings.append(f"iota's own code is where sandboxed commands can write ({tool.writable_code}): "
                                      "its commands (iota run -m, iota mcp …) stay in the sandbox")

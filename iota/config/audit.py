@@ -30,7 +30,7 @@ AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
     "code": ("read_only", "auto_write"),
-    "shell": ("sandbox", "network", "auto_run", "write"),
+    "shell": ("sandbox", "network", "auto_run", "write", "env_keep"),
     "skills": (),
     "ask": (),
 }

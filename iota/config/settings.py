@@ -121,6 +121,8 @@ class ShellOptions:
     network: bool = False
     auto_run: bool = False
     write: tuple[str, ...] = ()
+    # Variables a command keeps although their names look secret: names or patterns (`AWS_*`).
+    env_keep: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,8 @@ class Toolsets:
             except ValueError as error:
                 raise BadValue("tools.shell.sandbox", str(error)) from None
             shell = ShellOptions(sandbox, given.get("network", False), given.get("auto_run", False),
-                                 tuple(_texts(given, "write", "tools.shell.write")))
+                                 tuple(_texts(given, "write", "tools.shell.write")),
+                                 tuple(_texts(given, "env_keep", "tools.shell.env_keep")))
         return cls(code, shell, raw.get("skills") is not False, raw.get("ask") is not False, named)
 
 
@@ -500,6 +503,15 @@ def base_url(provider: ProviderConfig, cwd: Path) -> str | None:
 
 
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+def secret_variables(config: Config) -> set[str]:
+    """The environment variables the config hands to providers and MCP servers with `${env:NAME}`:
+    keys, whatever they are called, so a shell command never sees them."""
+    texts = [value for provider in config.providers.values() for value in (provider.key, provider.url) if value]
+    for server in config.mcp_servers.values():
+        texts += [*server.env.values(), *server.headers.values(), server.client_secret or ""]
+    return {match[4:] for text in texts for match in _VARIABLE.findall(text) if match.startswith("env:")}
 
 
 def expand(value: str, cwd: Path) -> str:

@@ -7,17 +7,21 @@ table that keeps commands running after their call has returned.
         jobs.running()                                    # for /jobs and the status row
 
 Every command, foreground or background, is a task in the table's nursery that owns the process
-through `trio.run_process`. Its cancel scope is the only way a command is stopped: a timeout is
-the scope's deadline, a cancelled call or a closing table cancels it, and `run_process` then
-kills the whole process group (SIGKILL) and reaps the leader. Because the process belongs to the
-table and not to the call, a foreground call that runs past the let-go threshold simply stops
-waiting: the command becomes a background job where it stands, with nothing handed over. When a
-job ends its slot is freed and a `JobNotice` goes to the chat through the channel; when the table
-closes (iota exits) every command still running is killed.
+from spawn to reaping. Its cancel scope is the only way a command is stopped: a timeout is the
+scope's deadline, a cancelled call or a closing table cancels it, and the task then stops the
+command (SIGTERM to its leader, bwrap or the reaper, each of which takes down everything the
+command started, then SIGKILL to the whole process group) and reaps it. Because the process
+belongs to the table and not to the call, a foreground call that runs past the let-go threshold
+simply stops waiting: the command becomes a background job where it stands, with nothing handed
+over. When a job ends its slot is freed and a `JobNotice` goes to the chat through the channel;
+when the table closes (iota exits) every command still running is killed.
+
+How a process is spawned, waited for, stopped, and its log kept small is in `processes.py`.
 
 Output goes to one log file (stdout and stderr merged, in write order), never to a pipe: a
-grandchild that keeps the file open cannot hold up the call, and a job can write gigabytes.
-`read_capped` reads it back under the caps in one pass without holding more than the caps.
+grandchild that keeps the file open cannot hold up the call, and a runaway writer's log is cut
+back as it grows. `read_capped` reads it back under the caps in one pass without holding more
+than the caps.
 """
 
 from __future__ import annotations
@@ -28,14 +32,13 @@ import io
 import math
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -43,6 +46,7 @@ import trio
 
 from iota.text import format_elapsed
 from iota.tools.base import ToolError
+from iota.tools.processes import run_to_end, spawn
 
 MAX_JOBS = 16
 # A foreground call still running after this many seconds lets go of its command (v0.5.0).
@@ -67,15 +71,18 @@ class TooManyJobs(ToolError):
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """One command to run: the argv (bash, or bwrap around bash), where, the model's command line
-    (what the command is called by), its deadline in seconds (None: none) and variables to add
-    to its environment (a sandboxed shell's confinement, for the iotas it starts)."""
+    """One command to run: the argv (bwrap, or the reaper, around bash or a checked iota
+    self-call), where, the model's command line (what the command is called by), its deadline
+    in seconds (None: none), its environment (None: iota's own; a sandboxed shell's adds its
+    confinement, for the iotas it starts), and what it holds from before it starts until it has
+    ended (the sandbox's placeholders)."""
 
     argv: list[str]
     cwd: Path
     command: str
     timeout: float | None = None
-    environment: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] | None = None
+    hold: Callable[[], AbstractContextManager[object]] = nullcontext
 
 
 class Outcome(enum.Enum):
@@ -144,7 +151,7 @@ class _Command:
         self.log_path = log_path
         self.scope = trio.CancelScope()
         self.finished = trio.Event()
-        self.process: trio.Process | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.spawned_at = 0.0  # trio.current_time(), for the deadline and the let-go
         self.started = 0.0  # time.monotonic(), for what users read
         self.outcome = Outcome.KILLED
@@ -164,10 +171,12 @@ class _Command:
 class JobTable:
     """The commands of one iota process. Made by `open_job_table`, which owns its nursery."""
 
-    def __init__(self, nursery: trio.Nursery, notices: trio.MemorySendChannel[JobNotice], log_dir: Path):
+    def __init__(self, nursery: trio.Nursery, notices: trio.MemorySendChannel[JobNotice], log_dir: Path,
+                 scratch_dir: Path):
         self._nursery = nursery
         self._notices = notices
         self.log_dir = log_dir
+        self.scratch_dir = scratch_dir
         self._jobs: dict[str, _Command] = {}
         self._job_count = 0
         self._call_count = 0
@@ -270,25 +279,16 @@ class JobTable:
     async def _supervise(self, command: _Command, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         spec = command.spec
         try:
-            with open(command.log_path, "wb") as log, command.scope:
+            with open(command.log_path, "a+b") as log, spec.hold(), command.scope:
                 command.spawned_at = trio.current_time()
                 command.started = time.monotonic()
                 if spec.timeout is not None:
                     command.scope.deadline = command.spawned_at + spec.timeout
-                completed = await trio.run_process(
-                    spec.argv,
-                    cwd=spec.cwd,
-                    env={**os.environ, "PWD": str(spec.cwd), **spec.environment},
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    check=False,
-                    deliver_cancel=_kill_group,
-                    task_status=_NoteProcess(command, task_status),
-                )
+                command.process = spawn(spec.argv, spec.cwd, spec.env, log)
+                task_status.started()
+                returncode = await run_to_end(command.process, log)
                 command.outcome = Outcome.EXITED
-                command.exit_code = completed.returncode if completed.returncode >= 0 else -1
+                command.exit_code = returncode if returncode >= 0 else -1
             if command.scope.cancelled_caught and not command.killed:
                 command.outcome = Outcome.TIMED_OUT
         finally:
@@ -318,31 +318,10 @@ class JobTable:
             pass  # Nobody is listening any more: the chat has gone.
 
 
-class _NoteProcess:
-    """The task status run_process reports its process to: notes it on the command before passing
-    it on, so the supervisor never depends on when `start()`'s caller gets to run again."""
-
-    def __init__(self, command: _Command, task_status: trio.TaskStatus[trio.Process]):
-        self._command = command
-        self._task_status = task_status
-
-    def started(self, process: trio.Process) -> None:
-        self._command.process = process
-        self._task_status.started(process)
-
-
 def _remove(path: Path) -> None:
     try:
         os.unlink(path)
     except OSError:
-        pass
-
-
-async def _kill_group(process: trio.Process) -> None:
-    """run_process's way to stop a command: the whole process group, not just bash (or bwrap)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
         pass
 
 
@@ -351,16 +330,20 @@ async def open_job_table(
     notices: trio.MemorySendChannel[JobNotice], *, log_dir: os.PathLike[str] | str | None = None
 ) -> AsyncIterator[JobTable]:
     """The job table of one iota process. Logs go to `log_dir`, or to a fresh private temp dir
-    that is removed when the table closes. Closing it kills every command still running."""
+    that is removed when the table closes; the commands' own /tmp (`scratch_dir`, see the
+    sandbox) is always a fresh private one, removed then too. Closing it kills every command
+    still running."""
     own_dir = log_dir is None
     directory = Path(tempfile.mkdtemp(prefix=f"iota-jobs-{os.getpid()}-")) if own_dir else Path(log_dir)
+    scratch = Path(tempfile.mkdtemp(prefix=f"iota-tmp-{os.getpid()}-"))
     try:
         async with trio.open_nursery() as nursery:
-            yield JobTable(nursery, notices, directory)
+            yield JobTable(nursery, notices, directory, scratch)
             nursery.cancel_scope.cancel()
     finally:
         if own_dir:
             shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 async def read_output(path: Path) -> str:

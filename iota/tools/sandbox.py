@@ -1,18 +1,32 @@
 """The OS sandbox `shell` commands run in: bubblewrap on Linux, decided once at start-up.
 
-A sandboxed command sees the whole filesystem read-only, except the project root, the temp
-directories, the user's cache directory and any `write:` paths the config adds; with `network`
-off it also gets a network namespace of its own, where only `lo` exists. Reads are not
-restricted. Inside the writable root, `.git/hooks` and `.git/config` are bound back read-only
-(as Codex does): a command that could write a hook or `core.hooksPath` would run code outside
-the sandbox the next time the user runs git.
+What a sandboxed command gets (each point is a test in tests/security/test_sandbox_escapes.py):
+
+- The whole filesystem read-only, except the project root, the user's cache directory and any
+  `write:` paths the config adds. Reads are not restricted.
+- Its own `/tmp`: a directory private to this iota process (kept across its commands, removed
+  when iota exits), so the sockets and files other programs keep in /tmp (tmux, X11, ssh-agent)
+  are out of sight. `/run/user` and `$XDG_RUNTIME_DIR` (D-Bus, Wayland, gpg-agent, Podman) are
+  empty, and every other Unix socket of the machine has /dev/null bound over it (see
+  `sandbox_mounts.py`). A fresh /dev (no host terminals), its own IPC namespace (no other
+  program's shared memory) and, with `network` off, its own network namespace: only `lo`, and no
+  abstract Unix sockets. With `network: true` the network namespace is the host's, and with it
+  the abstract sockets other programs listen on (an X server's `@/tmp/.X11-unix/X0`, some
+  D-Bus setups): a networked sandbox can reach them.
+- Git's files that make git run code read-only, `.git` not renamable, `~/.iota` hidden, and
+  `.iota.yaml`/`.iota.yml` not writable (see `sandbox_mounts.py`).
+- Its own PID namespace: it sees only its own processes (not iota's `/proc/<pid>/root`, which
+  would lead back into the writable host), and when the command's shell exits, everything it
+  left running is killed with it; `--die-with-parent` kills the lot if iota dies, even by
+  `kill -9`. At most `MAX_PROCESSES` processes (RLIMIT_NPROC, counted per sandbox where bwrap
+  runs in a user namespace, as it does for anyone but root; root is exempt from the limit).
 
 Whether the sandbox works is not knowable from the binary's presence: containers without
 CAP_SYS_ADMIN refuse plain namespaces (`Creating new namespace failed: Operation not permitted`,
 fixed by `--unshare-user`), some kernels forbid user namespaces, Ubuntu's AppArmor refuses the
-uid map. So `probe_sandbox` runs bwrap once with the exact arguments every command will get,
-retries once with `--unshare-user` when only plain namespaces were refused, and otherwise
-reports why it cannot sandbox, in one line the start-up card shows.
+uid map. So `probe_sandbox` runs bwrap once with the arguments every command gets (its mounts
+worked out the same way), retries once with `--unshare-user` when only plain namespaces were
+refused, and otherwise reports why it cannot sandbox, in one line the start-up card shows.
 
 The probe is async (trio.run_process) because iota starts inside `trio.run`; it costs one
 short-lived process, two on the `--unshare-user` path.
@@ -24,19 +38,31 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 import trio
 
 from iota import paths
 from iota.errors import IotaError
-from iota.tools.protected import protected_paths
+from iota.tools.placeholders import Protected, holding
+from iota.tools.sandbox_mounts import overlay, runtime_dirs
 
-# The bwrap arguments every command starts with: the root read-only, devices and a fresh /proc,
-# and the sandbox dies with iota.
-BWRAP_BASE = ("--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--die-with-parent")
+# The bwrap arguments every command starts with: the root read-only, a fresh /dev and /proc,
+# its own PID and IPC namespaces, and the sandbox dies with iota.
+BWRAP_BASE = (
+    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+    "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+)
+
+# RLIMIT_NPROC inside the sandbox. It counts threads too: a parallel build of a big project
+# stays well under it, a fork bomb stops at it.
+MAX_PROCESSES = 2048
+# The shell bwrap starts sets the limit, then becomes the command's own shell (`$0` is bash,
+# `$1` the command line), so the command runs exactly as `bash -c COMMAND` would. A limit that
+# is lower already stays.
+LIMITED_SHELL = f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$0" -c "$1"'
 
 # What bwrap says where only a user namespace lets it create the others.
 NAMESPACE_REFUSED = "Creating new namespace failed: Operation not permitted"
@@ -46,34 +72,70 @@ PROBE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
+class Launch:
+    """One sandboxed command: its argv, and the paths it needs held from before it starts until
+    it has ended (`hold()`, which creates the placeholders the argv mounts)."""
+
+    argv: list[str]
+    held: tuple[Protected, ...] = ()
+
+    def hold(self) -> AbstractContextManager[None]:
+        return holding(self.held)
+
+
+@dataclass(frozen=True)
 class Sandbox:
-    """How to wrap a command in bwrap. Built once by `probe_sandbox`; `argv` is called per command."""
+    """How to wrap a command in bwrap. Built once by `probe_sandbox`; `launch` is called per command."""
 
     bwrap: str
     bash: str
+    root: str
     # Candidates in order; each is bound only if it is a directory when the command starts, so a
     # `write:` path created later is picked up and one removed later does not break every call.
     writable: tuple[str, ...]
-    # `protected_paths(root)`, each bound read-only over the writable root when present.
-    protected: tuple[str, ...]
     network: bool
+    # The host directory commands see as /tmp (None: a fresh, empty /tmp for every command).
+    scratch: str | None = None
+    # The job logs' directory, visible read-only at its own path (it usually lies in the host's /tmp).
+    logs: str | None = None
+    # Where `.iota.yaml`/`.iota.yml` must not be written: the project root, where iota started.
+    config_dirs: tuple[str, ...] = ()
     # Set by the probe where plain namespaces are refused but a user namespace makes them work.
     unshare_user: bool = False
 
-    def argv(self, script: str) -> list[str]:
+    def launch(self, script: str, cwd: os.PathLike[str] | str | None = None) -> Launch:
+        """The command line for `script`, started in `cwd` (inside the sandbox's view)."""
         argv = [self.bwrap, *BWRAP_BASE]
-        for path in self.writable:
-            if os.path.isdir(path):
-                argv += ["--bind", path, path]
-        # After the binds, so the read-only mounts land on top of the writable root.
-        for path in self.protected:
-            if os.path.lexists(path):
-                argv += ["--ro-bind", path, path]
         if not self.network:
             argv.append("--unshare-net")
         if self.unshare_user:
             argv.append("--unshare-user")
-        return [*argv, "--", self.bash, "-c", script]
+        if self.scratch is not None and os.path.isdir(self.scratch):
+            argv += ["--bind", self.scratch, "/tmp"]
+        else:
+            argv += ["--tmpfs", "/tmp"]
+        argv += ["--setenv", "TMPDIR", "/tmp"]
+        hidden = ["/tmp", *runtime_dirs()]
+        for directory in hidden[1:]:
+            argv += ["--perms", "0700", "--tmpfs", directory]
+        if self.logs is not None and os.path.isdir(self.logs):
+            argv += ["--ro-bind", self.logs, self.logs]
+        writable = [path for path in self.writable if os.path.isdir(path)]
+        for path in writable:
+            argv += ["--bind", path, path]
+        mounts = overlay(self.root, self.config_dirs or (self.root,), _home(), writable, hidden)
+        for path in mounts.self_binds:
+            argv += ["--bind", path, path]
+        for protected in mounts.protected:
+            argv += ["--ro-bind", protected.path, protected.path]
+        for protected in mounts.hidden:
+            argv += ["--tmpfs", protected.path, "--remount-ro", protected.path]
+        for socket in mounts.sockets:
+            argv += ["--ro-bind", "/dev/null", socket]
+        if cwd is not None:
+            argv += ["--chdir", os.fspath(cwd)]
+        argv += ["--", self.bash, "-c", LIMITED_SHELL, self.bash, script]
+        return Launch(argv, tuple(mounts.protected + mounts.hidden))
 
 
 @dataclass(frozen=True)
@@ -87,28 +149,33 @@ def find_bash() -> str:
     return shutil.which("bash") or "/bin/bash"
 
 
+def _home() -> str | None:
+    try:
+        return os.fspath(paths.home())
+    except IotaError:
+        return None
+
+
 def user_cache_dir() -> str | None:
     """`$XDG_CACHE_HOME` when it is absolute, else `~/.cache`; None without a home."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
         return xdg
-    try:
-        return str(paths.home() / ".cache")
-    except IotaError:
-        return None
+    home = _home()
+    return os.path.join(home, ".cache") if home else None
 
 
 def writable_paths(root: os.PathLike[str] | str, write: Sequence[str] = ()) -> tuple[str, ...]:
-    """The project root, the OS temp dir, /tmp, the user cache dir (created if missing), then each
-    `write:` path (`~` expanded, made absolute against the process cwd, cleaned); empties and
-    duplicates dropped, first wins."""
+    """The project root, the user cache dir (created if missing), then each `write:` path (`~`
+    expanded, made absolute against the process cwd, cleaned); empties and duplicates dropped,
+    first wins. /tmp is not among them: commands get their own."""
     cache = user_cache_dir()
     if cache:
         try:
             os.makedirs(cache, exist_ok=True)
         except OSError:
-            pass  # Not bound then: `argv` binds existing directories only.
-    candidates = [os.fspath(root), tempfile.gettempdir(), "/tmp", cache or ""]
+            pass  # Not bound then: `launch` binds existing directories only.
+    candidates = [os.fspath(root), cache or ""]
     candidates += [os.path.expanduser(path.strip()) if path.strip() else "" for path in write]
     cleaned = (os.path.normpath(os.path.abspath(path)) for path in candidates if path)
     return tuple(dict.fromkeys(cleaned))
@@ -119,45 +186,60 @@ async def probe_sandbox(
     *,
     network: bool = False,
     write: Sequence[str] = (),
+    scratch: os.PathLike[str] | str | None = None,
+    logs: os.PathLike[str] | str | None = None,
+    cwd: os.PathLike[str] | str | None = None,
     bwrap: str = "bwrap",
 ) -> Sandbox | SandboxUnavailable:
     """The sandbox every command will run in, proven by running `true` in it, or why there is none.
 
-    `bwrap` is a name looked up on PATH or a path (tests point it at a fake)."""
+    `scratch` is the directory commands see as /tmp, `logs` the job logs' directory, `cwd` where
+    iota started (its `.iota.yaml` is protected like the root's). `bwrap` is a name looked up on
+    PATH or a path (tests point it at a fake)."""
     if sys.platform != "linux":
         return SandboxUnavailable(f"no sandbox on {sys.platform} (bubblewrap needs Linux)")
     found = shutil.which(bwrap)
     if found is None:
         return SandboxUnavailable("bwrap not found")
+    root = os.path.normpath(os.path.abspath(root))
+    config_dirs = [root] + ([os.path.normpath(os.path.abspath(cwd))] if cwd is not None else [])
     sandbox = Sandbox(
         bwrap=found,
         bash=find_bash(),
+        root=root,
         writable=writable_paths(root, write),
-        protected=protected_paths(root),
         network=network,
+        scratch=os.fspath(scratch) if scratch is not None else None,
+        logs=os.fspath(logs) if logs is not None else None,
+        config_dirs=tuple(dict.fromkeys(config_dirs)),
     )
-    failure = await _run_probe(sandbox, root)
+    failure = await _run_probe(sandbox)
     if failure is not None and NAMESPACE_REFUSED in failure:
         sandbox = replace(sandbox, unshare_user=True)
-        failure = await _run_probe(sandbox, root)
+        failure = await _run_probe(sandbox)
     return sandbox if failure is None else SandboxUnavailable(failure)
 
 
-async def _run_probe(sandbox: Sandbox, root: os.PathLike[str] | str) -> str | None:
+async def _run_probe(sandbox: Sandbox) -> str | None:
     """None when `true` ran in the sandbox, else what went wrong in one line."""
+    launch = sandbox.launch("true", sandbox.root)
     with trio.move_on_after(PROBE_SECONDS):
         try:
-            result = await trio.run_process(
-                sandbox.argv("true"),
-                cwd=os.fspath(root),
-                stdin=subprocess.DEVNULL,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                deliver_cancel=_kill,
-            )
+            with launch.hold():
+                try:
+                    result = await trio.run_process(
+                        launch.argv,
+                        cwd=sandbox.root,
+                        stdin=subprocess.DEVNULL,
+                        capture_stdout=True,
+                        capture_stderr=True,
+                        check=False,
+                        deliver_cancel=_kill,
+                    )
+                except OSError as error:
+                    return f"cannot run {sandbox.bwrap}: {error.strerror or error}"
         except OSError as error:
-            return f"cannot run {sandbox.bwrap}: {error.strerror or error}"
+            return f"cannot protect {error.filename}: {error.strerror or error}"
         if result.returncode == 0:
             return None
         lines = result.stderr.decode(errors="replace").strip().splitlines()

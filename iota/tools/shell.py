@@ -22,11 +22,13 @@ from __future__ import annotations
 import math
 import os
 import shlex
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult
 from iota.tools.confinement import Confinement
+from iota.tools.environment import EnvironmentPolicy
 from iota.tools.jobs import (
     LET_GO_SECONDS,
     MAX_JOBS,
@@ -38,14 +40,16 @@ from iota.tools.jobs import (
     Outcome,
     command_name,
 )
+from iota.tools.reaper import reaper_argv
 from iota.tools.sandbox import Sandbox, find_bash
 from iota.tools.self_call import SelfCall, read_self_call, writable_code
 
 OUTSIDE_SANDBOX = "(outside the sandbox)"
 
 SANDBOXED = (
-    "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache "
-    "directories (writes elsewhere fail with permission errors), and network access is {network}."
+    "Commands run inside an OS sandbox: file writes are confined to the project root, /tmp (private to "
+    "this session) and the cache directory (writes elsewhere fail with permission errors), git's hooks "
+    "and config are read-only, and network access is {network}."
 )
 UNSANDBOXED = "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative."
 
@@ -59,8 +63,9 @@ DESCRIPTION = (
     "job, and a notice with its exit status and output comes to you when it ends; do not poll for it. "
     'Set "background": true only for what should not be waited on at all (servers, watchers, a child '
     "agent); such a call returns at once with the job id and its output file. Up to {max_jobs} background "
-    "jobs at a time; they are killed when iota exits (a job that must outlive iota has to detach itself "
-    "with setsid, since iota kills the whole process group). "
+    "jobs at a time. Nothing a command starts outlives it: whatever it leaves running (`cmd &`, nohup, "
+    "setsid) is killed when its shell exits, and background jobs are killed when iota exits. Environment "
+    "variables whose names look secret (API keys, tokens, passwords) are not passed to commands. "
 )
 
 TIMEOUT_ERROR = "timeout must be a positive number of seconds"
@@ -87,10 +92,12 @@ class ShellTool(Tool):
         iota_executable: os.PathLike[str] | str | None = None,
         confinement: Confinement | None = None,
         let_go_after: float = LET_GO_SECONDS,
+        environment: EnvironmentPolicy = EnvironmentPolicy(),
     ):
         """`sandbox` is the probe's Sandbox, or None (`sandbox: off`, or none available);
         `iota_executable` is the running iota, which a sandboxed set lets out; `confinement` is
-        what every command's environment carries for the iotas it starts."""
+        what every command's environment carries for the iotas it starts; `environment` says
+        which of iota's variables a command sees."""
         self.root = Path(os.path.normpath(os.path.abspath(root)))
         self.jobs = jobs
         self.sandbox = sandbox
@@ -103,6 +110,7 @@ class ShellTool(Tool):
             self.iota_executable = None
         self.confinement = confinement
         self.let_go_after = let_go_after
+        self.environment = environment
         self.bash = sandbox.bash if sandbox else find_bash()
         suffix = SANDBOXED.format(network="allowed" if sandbox.network else "BLOCKED") if sandbox else UNSANDBOXED
         self.description = DESCRIPTION.format(let_go=go_duration(let_go_after), max_jobs=MAX_JOBS) + suffix
@@ -191,13 +199,20 @@ class ShellTool(Tool):
         timeout = _timeout_arg(args)
         call = self._self_call(args)
         if call is not None:
-            argv = [self.iota_executable, *call.arguments]
+            # iota itself, run as the words that were checked (never through bash), with the
+            # provider keys it needs to reach its model.
+            argv, hold = reaper_argv([self.iota_executable, *call.arguments]), nullcontext
+            env = dict(os.environ)
         elif self.sandbox is not None:
-            argv = self.sandbox.argv(command)
+            launch = self.sandbox.launch(command, cwd)
+            argv, hold = launch.argv, launch.hold
+            env = self.environment.environment()
         else:
-            argv = [self.bash, "-c", command]
-        environment = self.confinement.environment() if self.confinement is not None else {}
-        spec = CommandSpec(argv, cwd, command, timeout, environment)
+            argv, hold = reaper_argv([self.bash, "-c", command]), nullcontext
+            env = self.environment.environment()
+        if self.confinement is not None:
+            env.update(self.confinement.environment())
+        spec = CommandSpec(argv, cwd, command, timeout, env, hold)
         try:
             if args.get("background") is True:
                 return _started_receipt(await self.jobs.start_background(spec))

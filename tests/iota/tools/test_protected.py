@@ -1,8 +1,8 @@
-"""The one list of paths no tool may write, and that the sandbox and the code tools share it."""
+"""The paths the code tools never write (the sandbox's mounts are tested in test_sandbox.py,
+which also checks that the code tools refuse every one of them)."""
 
 from __future__ import annotations
 
-from iota.tools import sandbox
 from iota.tools.protected import is_protected, protected_paths
 
 
@@ -40,7 +40,3 @@ def test_a_path_is_protected_at_or_under_a_protected_one():
     assert is_protected("/p/.IOTA.yaml", protected)
     assert not is_protected("/p/.git/hooks-old", protected)
     assert not is_protected("/p/.iota.yaml.bak", protected)
-
-
-def test_the_sandbox_protects_the_same_list():
-    assert sandbox.protected_paths is protected_paths

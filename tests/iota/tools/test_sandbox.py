@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -14,12 +16,17 @@ import trio
 
 from iota.config.audit import check_sandbox_mode
 from iota.tools.sandbox import (
+    MAX_PROCESSES,
     Sandbox,
     SandboxUnavailable,
     probe_sandbox,
     startup_warnings,
     writable_paths,
 )
+from iota.tools import sandbox_mounts
+from iota.tools.base import ToolError
+from iota.tools.code_paths import Jail
+from iota.tools.placeholders import NOTICE, Protected, holding
 
 
 @pytest.fixture
@@ -50,10 +57,12 @@ async def sandbox_for(root: Path, *, network: bool = False) -> Sandbox:
 
 
 async def run_in(sandbox: Sandbox, root: Path, script: str) -> tuple[int, str]:
-    result = await trio.run_process(
-        sandbox.argv(script), cwd=root, stdin=subprocess.DEVNULL, capture_stdout=True,
-        stderr=subprocess.STDOUT, check=False,
-    )
+    launch = sandbox.launch(script, root)
+    with launch.hold():
+        result = await trio.run_process(
+            launch.argv, cwd=root, stdin=subprocess.DEVNULL, capture_stdout=True,
+            stderr=subprocess.STDOUT, check=False,
+        )
     return result.returncode, result.stdout.decode()
 
 
@@ -64,41 +73,54 @@ def test_writable_paths_are_ordered_cleaned_and_deduplicated(tmp_path, fake_home
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "project"
-    paths = writable_paths(root, ["~/extra", "rel/../data", "", "/tmp", str(root) + "/"])
-    assert paths == (
-        str(root),
-        tempfile.gettempdir(),
-        *(["/tmp"] if tempfile.gettempdir() != "/tmp" else []),
-        str(fake_home / ".cache"),
-        str(fake_home / "extra"),
-        str(tmp_path / "data"),
-    )
+    paths = writable_paths(root, ["~/extra", "rel/../data", "", str(root) + "/"])
+    # /tmp is not among them: a command gets a /tmp of its own.
+    assert paths == (str(root), str(fake_home / ".cache"), str(fake_home / "extra"), str(tmp_path / "data"))
     assert (fake_home / ".cache").is_dir(), "the cache dir is created so it can be bound"
 
 
-def test_argv_binds_existing_directories_and_protects_git(project, tmp_path):
+def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    # The machine's sockets come and go; these stand for them (one inside the project stays).
+    monkeypatch.setattr(sandbox_mounts, "host_sockets", lambda: ["/run/docker.sock", str(project / "app.sock")])
     missing = str(tmp_path / "missing")
-    sandbox = Sandbox(
-        bwrap="/usr/bin/bwrap", bash="/bin/bash", writable=(str(project), missing, str(tmp_path)),
-        protected=(str(project / ".git" / "hooks"), str(project / ".git" / "config"),
-                   str(project / ".git" / "absent")),
-        network=False,
-    )
-    assert sandbox.argv("echo hi") == [
-        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-        "--die-with-parent",
+    git = project / ".git"
+    sandbox = Sandbox(bwrap="/usr/bin/bwrap", bash="/bin/bash", root=str(project),
+                      writable=(str(project), missing, str(tmp_path / "logs")), network=False,
+                      scratch=str(tmp_path), logs=str(tmp_path))
+    (tmp_path / "logs").mkdir()
+    runtime = ["--perms", "0700", "--tmpfs", "/run/user"] if os.path.isdir("/run/user") else []
+    launch = sandbox.launch("echo hi", project)
+    assert launch.argv == [
+        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--unshare-net",
+        "--bind", str(tmp_path), "/tmp", "--setenv", "TMPDIR", "/tmp", *runtime,
+        "--ro-bind", str(tmp_path), str(tmp_path),
         "--bind", str(project), str(project),
-        "--bind", str(tmp_path), str(tmp_path),
-        "--ro-bind", str(project / ".git" / "hooks"), str(project / ".git" / "hooks"),
-        "--ro-bind", str(project / ".git" / "config"), str(project / ".git" / "config"),
-        "--unshare-net",
-        "--", "/bin/bash", "-c", "echo hi",
+        "--bind", str(tmp_path / "logs"), str(tmp_path / "logs"),
+        "--bind", str(git), str(git),
+        *[arg for name in ("hooks", "config", "config.worktree", "commondir")
+          for arg in ("--ro-bind", str(git / name), str(git / name))],
+        *[arg for name in (".iota.yaml", ".iota.yml")
+          for arg in ("--ro-bind", str(project / name), str(project / name))],
+        "--ro-bind", "/dev/null", "/run/docker.sock",
+        "--chdir", str(project),
+        "--", "/bin/bash", "-c", f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$0" -c "$1"', "/bin/bash", "echo hi",
     ]
-    networked = Sandbox(bwrap="bwrap", bash="/bin/bash", writable=(), protected=(), network=True, unshare_user=True)
-    assert networked.argv("x") == [
-        "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--die-with-parent",
-        "--unshare-user", "--", "/bin/bash", "-c", "x",
+    # What does not exist yet is held as a placeholder while the command runs.
+    assert [held.path for held in launch.held] == [
+        str(git / "hooks"), str(git / "config"), str(git / "config.worktree"), str(git / "commondir"),
+        str(project / ".iota.yaml"), str(project / ".iota.yml"),
     ]
+    networked = Sandbox(bwrap="bwrap", bash="/bin/bash", root=str(tmp_path / "missing"), writable=(),
+                        network=True, unshare_user=True)
+    argv = networked.launch("x").argv
+    assert argv[:12] == [
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc",
+        "--die-with-parent", "--unshare-user",
+    ]
+    assert argv[12:14] == ["--tmpfs", "/tmp"], "without a scratch directory, a fresh /tmp"
+    assert "--unshare-net" not in argv
 
 
 def test_sandbox_mode_is_auto_or_off():
@@ -114,7 +136,7 @@ def test_sandbox_mode_is_auto_or_off():
 
 
 def test_startup_warnings():
-    sandbox = Sandbox(bwrap="bwrap", bash="bash", writable=(), protected=(), network=False)
+    sandbox = Sandbox(bwrap="bwrap", bash="bash", root="/p", writable=(), network=False)
     missing = SandboxUnavailable("bwrap not found")
     assert startup_warnings(sandbox, auto_run=True) == []
     assert startup_warnings(None, auto_run=False) == []
@@ -165,7 +187,7 @@ async def test_probe_retries_with_a_user_namespace(project, tmp_path):
     ))
     sandbox = await probe_sandbox(project, bwrap=bwrap)
     assert isinstance(sandbox, Sandbox) and sandbox.unshare_user
-    assert "--unshare-user" in sandbox.argv("true")
+    assert "--unshare-user" in sandbox.launch("true").argv
 
 
 async def test_probe_that_fails_even_with_a_user_namespace_is_unavailable(project, tmp_path):
@@ -189,12 +211,11 @@ async def test_writes_are_confined_to_the_writable_paths(project, outside_dir):
     assert (code, output) == (0, "")
     assert (project / "inside").read_text() == "yes\n" and (project / "sub" / "deeper").exists()
 
+    # /tmp is the command's own: writable, and not the host's.
     scratch = f"/tmp/iota-sandbox-test-{os.getpid()}"
-    try:
-        code, output = await run_in(sandbox, project, f"echo yes > {scratch}")
-        assert (code, output) == (0, "")
-    finally:
-        os.unlink(scratch)
+    code, output = await run_in(sandbox, project, f"echo yes > {scratch} && cat {scratch}")
+    assert (code, output) == (0, "yes\n")
+    assert not os.path.exists(scratch)
 
 
 async def test_git_hooks_and_config_stay_read_only(project):
@@ -245,3 +266,134 @@ async def test_network_is_blocked_by_default(project):
 async def test_network_true_allows_connections(project):
     code, output, received = await connect_from_sandbox(await sandbox_for(project, network=True), project)
     assert (code, output, received) == (0, "", b"hello\n")
+
+
+# --- placeholders ----------------------------------------------------------------------------------
+
+
+def test_a_placeholder_lives_while_anyone_holds_it(tmp_path):
+    config = Protected(str(tmp_path / ".iota.yaml"))
+    hooks = Protected(str(tmp_path / "hooks"), None)
+    with holding([config, hooks]):
+        assert (tmp_path / ".iota.yaml").read_bytes() == NOTICE
+        assert os.listdir(tmp_path / "hooks") == []
+        with holding([config]):
+            pass
+        assert (tmp_path / ".iota.yaml").exists(), "the outer holder still relies on it"
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_placeholder_held_by_another_process_stays_until_it_lets_go(tmp_path):
+    path = tmp_path / ".iota.yaml"
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom iota.tools.placeholders import Protected, holding\n"
+         "with holding([Protected(sys.argv[1])]):\n    print('held', flush=True)\n    sys.stdin.readline()\n",
+         str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline() == "held\n"
+        with holding([Protected(str(path))]):
+            pass
+        assert path.read_bytes() == NOTICE, "the other process still relies on it"
+    finally:
+        other.communicate("go\n")
+    assert not path.exists(), "the last holder removed it"
+
+
+def test_what_the_person_made_is_never_removed(tmp_path):
+    (tmp_path / "config").write_text("[core]\n")
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    with holding([Protected(str(tmp_path / "config")), Protected(str(tmp_path / "hooks"), None)]):
+        pass
+    assert (tmp_path / "config").read_text() == "[core]\n" and (tmp_path / "hooks" / "pre-commit").exists()
+
+
+# --- what is protected -----------------------------------------------------------------------------
+
+
+def mounts_of(root: Path, writable: list[Path]) -> tuple[list[str], list[str]]:
+    mounts = sandbox_mounts.overlay(str(root), [str(root)], None, [str(path) for path in writable], [])
+    return mounts.self_binds, [protected.path for protected in mounts.protected]
+
+
+def test_a_repository_with_worktrees_and_nested_submodules(tmp_path):
+    git = tmp_path / "project" / ".git"
+    for directory in ("hooks", "worktrees/w1", "modules/libs/a/modules/inner", "modules/b"):
+        (git / directory).mkdir(parents=True)
+    for module in ("modules/libs/a", "modules/libs/a/modules/inner", "modules/b"):
+        (git / module / "HEAD").write_text("ref: refs/heads/main\n")
+    binds, protected = mounts_of(tmp_path / "project", [tmp_path / "project"])
+    modules = ["modules/libs/a", "modules/libs/a/modules/inner", "modules/b"]
+    assert binds == [str(git / path) for path in (
+        ".", "worktrees", "worktrees/w1", "modules", "modules/b", "modules/libs", "modules/libs/a",
+        "modules/libs/a/modules", "modules/libs/a/modules/inner")]
+    names = ["hooks", "config", "config.worktree", "commondir"]
+    assert sorted(protected) == sorted(
+        [str(git / name) for name in names]
+        + [str(git / "worktrees/w1" / name) for name in ("config.worktree", "commondir")]
+        + [str(git / module / name) for module in modules for name in names]
+        + [str(tmp_path / "project" / name) for name in (".iota.yaml", ".iota.yml")]
+    )
+
+
+def test_a_linked_worktree_protects_its_git_file_and_the_common_directory(tmp_path):
+    common = tmp_path / "main" / ".git"
+    (common / "worktrees" / "feature").mkdir(parents=True)
+    (common / "worktrees" / "feature" / "commondir").write_text("../..\n")
+    worktree = tmp_path / "feature"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {common / 'worktrees' / 'feature'}\n")
+    # Only the worktree is writable: the common directory is read-only already.
+    assert mounts_of(worktree, [worktree]) == (
+        [], [str(worktree / ".git"), str(worktree / ".iota.yaml"), str(worktree / ".iota.yml")])
+    binds, protected = mounts_of(worktree, [worktree, tmp_path / "main"])
+    assert binds[:2] == [str(common / "worktrees" / "feature"), str(common)]
+    assert protected[:7] == [
+        str(worktree / ".git"),
+        str(common / "worktrees" / "feature" / "config.worktree"), str(common / "worktrees" / "feature" / "commondir"),
+        *[str(common / name) for name in ("hooks", "config", "config.worktree", "commondir")],
+    ]
+
+
+def test_the_code_tools_refuse_every_path_the_sandbox_protects(project, fake_home):
+    """The sandbox works its mounts out per command and the code tools judge each write, but
+    what one protects the other refuses: nothing the sandbox binds read-only or hides can be
+    written through write_file or edit_file."""
+    (project / ".git" / "modules" / "lib" / "hooks").mkdir(parents=True)
+    (project / ".git" / "modules" / "lib" / "HEAD").write_text("ref: refs/heads/main\n")
+    (fake_home / ".iota").mkdir()
+    for root in (project, fake_home):
+        mounts = sandbox_mounts.overlay(str(root), (str(root),), str(fake_home), (str(root),), ())
+        guarded = [item.path for item in mounts.protected + mounts.hidden]
+        assert guarded, root
+        jail = Jail(root)
+        for path in guarded:
+            with pytest.raises(ToolError):
+                jail.refuse_protected(jail.locate(path))
+
+
+def test_a_git_link_is_left_alone(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / ".git").symlink_to(tmp_path / "elsewhere")
+    assert mounts_of(tmp_path / "project", [tmp_path / "project"])[0] == []
+
+
+def test_host_sockets_lists_path_sockets_only(tmp_path):
+    path = tmp_path / "listening.sock"
+    with socket.socket(socket.AF_UNIX) as listener, socket.socket(socket.AF_UNIX) as abstract:
+        listener.bind(str(path))
+        listener.listen(1)
+        abstract.bind(b"\0iota-test-abstract")
+        abstract.listen(1)
+        found = sandbox_mounts.host_sockets()
+    assert str(path) in found and not any("iota-test-abstract" in name for name in found)
+
+
+async def test_abstract_sockets_are_out_of_reach_without_network(project):
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(b"\0iota-test-listener")
+        listener.listen(1)
+        connect = "import socket; socket.socket(socket.AF_UNIX).connect(b'\\\\0iota-test-listener')"
+        code, output = await run_in(await sandbox_for(project), project, f'{sys.executable} -c "{connect}"')
+    assert code != 0 and "Connection refused" in output

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -60,6 +61,28 @@ def group_members(pgid: int) -> list[int]:
             if fields[0] != "Z" and int(fields[2]) == pgid:
                 members.append(int(entry))
     return members
+
+
+def running(cmdline: str) -> list[int]:
+    """The pids of live processes whose command line is `cmdline` (words joined by spaces): a
+    sandboxed command's `$!` is a pid in its own namespace, so tests find its processes so."""
+    wanted = cmdline.replace(" ", "\0").encode() + b"\0"
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/cmdline").read_bytes() == wanted and alive(int(entry)):
+                    pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+async def assert_none_running(cmdline: str) -> None:
+    with trio.move_on_after(5):
+        while running(cmdline):
+            await trio.sleep(0.02)
+    assert running(cmdline) == []
 
 
 async def assert_gone(pids: list[int], groups: list[int] = ()) -> None:
@@ -181,19 +204,41 @@ async def test_huge_output_is_capped_with_both_markers(root):
 async def test_timeout_kills_the_whole_group(root, sandboxed):
     async with open_shell(root, sandboxed=sandboxed) as (shell, _):
         with trio.fail_after(10):
-            result = await shell.run({"command": "sleep 100 & echo $!; wait", "timeout": 0.3})
+            result = await shell.run({"command": "sleep 100.101 & echo $!; wait", "timeout": 0.3})
     child = int(result.content.split("\n")[0])
     assert result.content == f"{child}\n\n[command timed out after 300ms]" and result.is_error
-    await assert_gone([child])
+    await assert_none_running("sleep 100.101")
 
 
 async def test_cancelling_the_call_kills_the_group_and_says_so(root):
     async with open_shell(root) as (shell, _):
         with trio.move_on_after(0.3):
-            result = await shell.run({"command": "sleep 100 & echo $!; wait"})
+            result = await shell.run({"command": "sleep 100.102 & echo $!; wait"})
     child = int(result.content.split("\n")[0])
     assert result.content == f"{child}\n\n[command cancelled]" and result.is_error
-    await assert_gone([child])
+    await assert_none_running("sleep 100.102")
+
+
+async def test_a_sandboxed_command_outlives_trios_idle_worker_threads(root, monkeypatch):
+    # --die-with-parent means "when the thread that spawned me exits": spawned from a trio worker
+    # thread, a command died once that thread had been idle for IDLE_TIMEOUT (10 s; shortened here).
+    monkeypatch.setattr(trio._core._thread_cache, "IDLE_TIMEOUT", 0.1)
+    async with open_shell(root, let_go_after=10) as (shell, _):
+        with trio.fail_after(10):
+            await trio.to_thread.run_sync(lambda: None)  # a worker thread that goes idle now
+            result = await shell.run({"command": "sleep 1.5; echo survived"})
+    assert (result.content, result.is_error) == ("survived\n", False)
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_exit_status_and_signals_are_the_commands_own(root, sandboxed):
+    async with open_shell(root, sandboxed=sandboxed) as (shell, _):
+        # SIGPIPE has its default action (Python ignores it for itself), so `yes` ends quietly.
+        assert (await shell.run({"command": "yes | head -n 2"})).content == "y\ny\n"
+        # A shell killed by a signal: bwrap reports it as 128 + the signal, bash itself as a death.
+        killed = await shell.run({"command": "kill -TERM $$"})
+        assert killed.content == ("\n[exit code 143]" if sandboxed else "\n[exit code -1]")
+        assert (await shell.run({"command": "exit 7"})).content == "\n[exit code 7]"
 
 
 async def test_a_cancelled_call_still_raises_at_the_next_checkpoint(root):
@@ -321,9 +366,11 @@ async def test_who_is_asked(root, fake_iota):
 
 
 async def test_a_self_call_runs_outside_the_sandbox(root, fake_iota, outside_dir, monkeypatch):
+    # The look-alike is run from the project: the sandbox's /tmp, where tmp_path lies, is its own.
+    shutil.copy(fake_iota.parent / "iota-other", root / "iota-other")
     async with open_shell(root, iota_executable=fake_iota) as (shell, _):
         monkeypatch.setenv("IOTA_TEST_MARK", str(outside_dir / "confined"))
-        result = await shell.run({"command": "iota-other version"})
+        result = await shell.run({"command": "./iota-other version"})
         assert "Read-only file system" in result.content and result.is_error
         monkeypatch.setenv("IOTA_TEST_MARK", str(outside_dir / "free"))
         result = await shell.run({"command": "iota version"})
@@ -342,11 +389,13 @@ async def test_the_description_ends_with_the_sandbox_sentence(root):
     async with open_shell(root) as (blocked, _):
         assert blocked.description.startswith("Run a bash command line")
         assert blocked.description.endswith(
-            "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache "
-            "directories (writes elsewhere fail with permission errors), and network access is BLOCKED."
+            "Commands run inside an OS sandbox: file writes are confined to the project root, /tmp (private "
+            "to this session) and the cache directory (writes elsewhere fail with permission errors), git's "
+            "hooks and config are read-only, and network access is BLOCKED."
         )
+        assert "Nothing a command starts outlives it" in blocked.description and "setsid" in blocked.description
         allowed = ShellTool(root=root, jobs=blocked.jobs, sandbox=Sandbox(
-            bwrap="bwrap", bash="bash", writable=(), protected=(), network=True))
+            bwrap="bwrap", bash="bash", root=str(root), writable=(), network=True))
         assert allowed.description.endswith("and network access is allowed.")
         unsandboxed = ShellTool(root=root, jobs=blocked.jobs, sandbox=None)
         assert unsandboxed.description.endswith(
