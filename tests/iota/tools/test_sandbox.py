@@ -74,9 +74,8 @@ def test_writable_paths_are_ordered_cleaned_and_deduplicated(tmp_path, fake_home
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "project"
     paths = writable_paths(root, ["~/extra", "rel/../data", "", str(root) + "/"])
-    # /tmp is not among them: a command gets a /tmp of its own.
-    assert paths == (str(root), str(fake_home / ".cache"), str(fake_home / "extra"), str(tmp_path / "data"))
-    assert (fake_home / ".cache").is_dir(), "the cache dir is created so it can be bound"
+    # /tmp and the cache are not among them: a command gets its own.
+    assert paths == (str(root), str(fake_home / "extra"), str(tmp_path / "data"))
 
 
 def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, monkeypatch):
