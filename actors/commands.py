@@ -2,6 +2,8 @@
 Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must not queue.
 
     COMMANDS = {name: (one-line help, async body(lane, argument))}
+
+`/help` lists the chat's own table, so the chat gives it its commands (`help_command`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
-from actors.lane import Lane, summarize
+from actors.events import Notice, Panel
+from actors.history import SessionHistory
+from actors.lane import Lane
 from iota import __version__
 from iota.bots import bot as bots
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
-from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
 from iota.sessions.bundle import Session, delete_session, list_sessions, repair_tail, session_label
@@ -49,10 +51,24 @@ async def show_status(lane: Lane, argument: str) -> None:
 
 
 async def show_tools(lane: Lane, argument: str) -> None:
-    """The tools the model can call, then each MCP server: its status, endpoint and tools."""
-    lines = [f"{tool.display_name or tool.name}  {tool.description.splitlines()[0] if tool.description else ''}".rstrip()
-             for tool in lane.toolbox]
-    lane.emit(Panel("Tools", "\n".join(lines) or "This agent has no tools."))
+    """Each toolset: whether it is on, how it asks and where it runs, and its tools with one line
+    each; then each MCP server: its status, endpoint and tools."""
+    by_set: dict[str, list] = {}
+    for tool in lane.toolbox:
+        by_set.setdefault(toolset_of(tool), []).append(tool)
+    width = max((len(tool.display_name or tool.name) for tool in lane.toolbox), default=0)
+    lines = []
+    for name, settings in toolset_settings(lane):
+        lines.append(f"{name}  {settings}")
+        for tool in by_set.pop(name, []):
+            lines.append(f"  {(tool.display_name or tool.name).ljust(width)}  {one_line(tool.description)}".rstrip())
+    for name, tools in by_set.items():
+        if name == "mcp":
+            continue
+        lines.append(name)
+        lines.extend(f"  {(tool.display_name or tool.name).ljust(width)}  {one_line(tool.description)}".rstrip()
+                     for tool in tools)
+    lane.emit(Panel("Tools", "\n".join(lines)))
     hub = lane.toolbox.mcp
     if hub is not None:
         rows = []
@@ -60,6 +76,52 @@ async def show_tools(lane: Lane, argument: str) -> None:
             rows.append(f"{server.name}  {server.summary()} · {server.endpoint}")
             rows.extend(f"  {tool}" for tool in server.tools)
         lane.emit(Panel("MCP servers", "\n".join(rows)))
+
+
+def toolset_of(tool) -> str:
+    """The toolset a tool belongs to, by the module that defines it."""
+    module = type(tool).__module__
+    for prefix, name in (("iota.tools.code", "code"), ("iota.tools.shell", "shell"), ("iota.tools.skills", "skills"),
+                         ("iota.tools.ask", "ask"), ("iota.tools.remember", "memory"), ("iota.mcp", "mcp")):
+        if module.startswith(prefix):
+            return name
+    return "other"
+
+
+def toolset_settings(lane: Lane) -> list[tuple[str, str]]:
+    """(toolset, what it is set to) for the built-in sets, in the order the model is told of them."""
+    setup = lane.setup
+    tools = setup.agent.tools
+    code = tools.code
+    rows = [("code", "off" if code is None else "on · read only" if code.read_only else
+             "on · writes without asking (auto_write: true)" if code.auto_write else "on · writes ask first")]
+    shell_options = tools.shell
+    if shell_options is None:
+        rows.append(("shell", "off"))
+    else:
+        shell = lane.toolbox.get("shell")
+        sandboxed = getattr(shell, "sandbox", None) is not None
+        where = ("in the sandbox" + (" · network on" if shell_options.network else " · no network")
+                 if sandboxed else "without a sandbox" + (" (sandbox: off)" if shell_options.sandbox == "off"
+                                                           else " (none available)"))
+        asks = "commands run without asking (auto_run: true)" if shell_options.auto_run else \
+            "iota's own commands ask first" if sandboxed else "every command asks first"
+        rows.append(("shell", f"on · {where} · {asks}"))
+    if setup.mode in ("agent", "bot"):
+        rows.append(("skills", f"on · {len(setup.skills)} skill(s)" if tools.skills and setup.skills else
+                     "on · no skills found" if tools.skills else "off"))
+    rows.append(("ask", "on" if tools.ask and setup.interactive else "off"))
+    if setup.mode == "bot":
+        rows.append(("memory", "on · MEMORY.md, written with remember, no approval"))
+    return rows
+
+
+def one_line(description: str, limit: int = 90) -> str:
+    """A description's first sentence, cut to `limit` characters."""
+    first = " ".join(description.split("\n\n")[0].split())
+    end = first.find(". ")
+    first = first[:end + 1] if end >= 0 else first
+    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
 
 
 async def show_skills(lane: Lane, argument: str) -> None:
@@ -86,11 +148,12 @@ async def save(lane: Lane, title: str) -> None:
 
 async def export(lane: Lane, argument: str) -> None:
     """The whole log (every record, compaction markers skipped) as HTML, or Markdown for `.md`.
-    Never overwrites a file."""
+    Without a name it goes outside the project: ~/Downloads if there is one, else the session's
+    bundle directory (else the home directory). Never overwrites a file."""
     session = lane.conversation.session
     messages = _full_log(session) if session is not None and session.on_disk else lane.conversation.messages
-    name = argument or f"iota-{session.id if session else 'chat'}.html"
-    path = Path(os.path.expanduser(name))
+    path = Path(os.path.expanduser(argument)) if argument else \
+        export_directory(session) / f"iota-{session.id if session else 'chat'}.html"
     if not path.is_absolute():
         path = lane.setup.cwd / path
     text = render_markdown(messages) if path.suffix.lower() == ".md" else render_html(messages)
@@ -104,6 +167,15 @@ async def export(lane: Lane, argument: str) -> None:
         lane.notice(f"Export failed: {error.strerror or error}", warning=True)
         return
     lane.notice(f"Exported {len(messages)} messages to {path}")
+
+
+def export_directory(session: Session | None) -> Path:
+    downloads = Path.home() / "Downloads"
+    if downloads.is_dir():
+        return downloads
+    if session is not None and session.on_disk:
+        return session.dir
+    return Path.home()
 
 
 # What /model can change, and the values it offers; every change lasts for this process only.
@@ -167,37 +239,35 @@ def _announce_model(lane: Lane) -> None:
     lane.show_status()
 
 
-def resume_opening(session: Session, conversation: Conversation) -> list:
-    """What a resumed chat shows first: the repair of an interrupted tail, the last rounds, and
-    `Resumed session <id> (<n> messages)`."""
+def resume_opening(session: Session, conversation: Conversation) -> tuple[list, SessionHistory]:
+    """What a resumed chat shows first — the newest page of its history (older ones follow as
+    the person scrolls up), `Resumed session <id> (<n> messages)`, the repair of an interrupted
+    tail — and the history the later pages come from."""
     repaired = repair_tail(conversation.messages)
     if repaired:
         conversation.keep(repaired)
-    events: list = []
-    messages = conversation.messages
-    starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
-    for index in starts[-ECHOED_ROUNDS:]:
-        events.append(UserEcho(messages[index].content))
-        end = next((i for i in starts if i > index), len(messages))
-        for message in messages[index + 1:end]:
-            if message.role == ASSISTANT and message.content:
-                events.append(TextDelta(message.content))
-            if message.role == TOOL:  # a tool line between two replies keeps them apart
-                result = ToolResult(message.content, message.is_error)
-                events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
-                events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
-                                        message.is_error))
-        events.append(TurnEnded(interrupted=any(m.interrupted for m in messages[index + 1:end])))
-    events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
+    history = SessionHistory(session.dir)
+    events: list = [history.first_page(),
+                    Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)")]
     if repaired:
         events.append(Notice(f"{len(repaired)} tool call(s) left unanswered by the last run were answered as "
                              "interrupted"))
-    return events
+    return events, history
+
+
+def show_session(lane: Lane, label: str, history: SessionHistory | None) -> None:
+    """The chat continues in another conversation: a fresh card names it, the transcript starts
+    over, and its history (if any) comes page by page."""
+    lane.history = history
+    if lane.card is not None:
+        lane.card = dataclasses.replace(lane.card, session=label, warnings=(), fresh=True)
+        lane.emit(lane.card)
 
 
 async def sessions(lane: Lane, argument: str) -> None:
-    """`/session`: resume another saved session here, or delete one. Sessions open in another
-    process are not offered, and neither is the one this chat is writing."""
+    """`/session`: resume another saved session here, or delete one (after a yes). Neither the
+    session this chat is writing nor a bot's is offered; one open in another process is refused
+    with a line saying so, and the chat goes on."""
     action = await lane.ask("Session", ("Resume", "Delete"))
     if action is None:
         return
@@ -220,6 +290,11 @@ async def sessions(lane: Lane, argument: str) -> None:
     chosen = candidates[index]
     try:
         if action == 1:
+            sure = await lane.ask(f"Delete session {chosen.id} ({chosen.title or '(untitled)'})? It cannot be undone.",
+                                  ("Delete", "Keep it"))
+            if sure != 0:
+                lane.notice(f"Kept session {chosen.id}")
+                return
             await trio.to_thread.run_sync(delete_session, chosen.dir)
             lane.notice(f"Deleted session {chosen.id}")
             return
@@ -230,8 +305,65 @@ async def sessions(lane: Lane, argument: str) -> None:
     lane.switch_session(opened)
     if current is not None:
         current.close()
-    for event in resume_opening(opened, lane.conversation):
+    opening, history = await trio.to_thread.run_sync(resume_opening, opened, lane.conversation)
+    show_session(lane, f"resumed {opened.id}", history)
+    for event in opening:
         lane.emit(event)
+
+
+async def clear(lane: Lane, argument: str) -> None:
+    """`/clear` (and `/new`): a fresh conversation, in a new session when this one is saved; the
+    old one stays on disk, to resume."""
+    if lane.setup.mode == "bot":
+        lane.notice(BOT_HAS_ONE_CONVERSATION.format(bot=lane.setup.agent.name), warning=True)
+        return
+    conversation = lane.conversation
+    old = conversation.session
+    new = lane.setup.new_session() if old is not None else None
+    conversation.messages = []
+    conversation.session = new
+    conversation.system_saved = False
+    lane.meter.seed([], None)
+    if old is not None:
+        old.close()
+    lane.report_session()
+    show_session(lane, f"session {new.id}" if new else "not saved", None)
+    if old is not None and old.on_disk:
+        lane.notice(f"A new conversation; the last one is kept as {old.id} (iota resume {old.id})")
+    lane.show_status()
+
+
+BOT_HAS_ONE_CONVERSATION = ("a bot keeps one conversation that never ends: there is no /clear or /new in bot "
+                            "{bot} (/compact makes room in it)")
+
+
+# Every key of the chat, for /help.
+KEYS = (
+    ("Enter", "send; while a reply streams, queue the message"),
+    ("Ctrl+J, Alt+Enter, Shift+Enter", "a new line"),
+    ("Up / Down", "recall what was sent; on an empty composer, Up takes back the last queued message"),
+    ("Esc", "cancel the stream or the running shell call; take back a queued message"),
+    ("Ctrl+C", "clear the draft; stop what runs (the queue then waits); twice at an empty prompt: leave"),
+    ("Ctrl+O", "show every tool output and compaction summary in full, or their first lines"),
+    ("PgUp / PgDn, wheel", "scroll the transcript"),
+    ("Tab", "complete a slash command"),
+    ("Ctrl+D", "leave (exit 0)"),
+    ("Ctrl+Z", "suspend; fg redraws"),
+)
+
+
+def help_command(commands: dict):
+    """`/help`'s body, listing the chat's own commands and every key."""
+
+    async def show_help(lane: Lane, argument: str) -> None:
+        names = [f"/{name}" for name in commands]
+        width = max(map(len, names + [key for key, _ in KEYS]))
+        lines = [f"{name.ljust(width)}  {help_text}" for name, (help_text, _) in zip(names, commands.values())]
+        lines.append("")
+        lines.extend(f"{key.ljust(width)}  {what}" for key, what in KEYS)
+        lane.emit(Panel("Commands and keys", "\n".join(lines)))
+
+    return show_help
 
 
 def _full_log(session: Session) -> list[Message]:
@@ -246,8 +378,6 @@ def _full_log(session: Session) -> list[Message]:
                 messages.append(Message.from_record(record))
     return messages
 
-
-ECHOED_ROUNDS = 3
 
 _SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"}
 
@@ -283,6 +413,9 @@ def render_html(messages: list[Message]) -> str:
 
 
 COMMANDS = {
+    "help": ("every command and key", None),  # set below: it lists this table
+    "clear": ("start a new conversation (the last one is kept)", clear),
+    "new": ("start a new conversation, like /clear", clear),
     "model": ("the model, context window, effort or temperature, for this process", choose_model),
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
@@ -293,3 +426,4 @@ COMMANDS = {
     "skills": ("list the skills of this project", show_skills),
     "quit": ("leave iota", None),
 }
+COMMANDS["help"] = (COMMANDS["help"][0], help_command(COMMANDS))

@@ -2,14 +2,17 @@
 
 A user turn, a slash command, a compaction (and for bots the memory flush) are jobs on this
 lane, run one at a time in arrival order, so nothing races: what the person types while a
-reply streams waits in the inbox, and the status row shows how many are queued. A job that must
-jump the queue (the compactor's "flush, then compact") is put at the head.
+reply streams waits in the inbox, shown under the transcript, where the last one
+can be taken back to edit (`Status.queued_messages`). A job that must jump the queue (the compactor's "flush, then
+compact") is put at the head.
 
-Ctrl+C cancels the running job's CancelScope, whatever the job is. A cancelled turn keeps what
-it finished: its partial reply marked interrupted, its unanswered tool calls answered as
-interrupted, all saved as one batch. Esc reaches only the innermost scope (the stream or the
-running shell call). A turn that fails (the provider gave up) is not saved and leaves the
-conversation as it was.
+Ctrl+C cancels the running job's CancelScope, whatever the job is, and holds the queue: the
+messages typed ahead wait until the person sends them (Enter, or a new message) or drops them
+(Ctrl+C again), since a person who stopped a turn may not want what they typed during it sent
+by itself. A cancelled turn keeps what it finished: its partial reply marked interrupted, its
+unanswered tool calls answered as interrupted, all saved as one batch. Esc reaches only the
+innermost scope (the stream or the running shell call). A turn that fails (the provider gave
+up) is not saved and leaves the conversation as it was.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ import trio
 from trio_util import RepeatedEvent
 
 from actors.ask import needing_input
+from actors.history import SessionHistory, call_command
 from actors.notifier import HostLink
-from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded,
-                           UserEcho)
+from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted,
+                           TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter
@@ -64,11 +68,13 @@ Job = UserMessage | Command | JobNote
 
 
 class Inbox:
-    """The lane's queue: first in, first out, with a way to jump it."""
+    """The lane's queue: first in, first out, with a way to jump it. While `held`, the person's
+    messages wait (other jobs still run)."""
 
     def __init__(self) -> None:
         self._jobs: deque[Job] = deque()
         self._arrived = RepeatedEvent()
+        self.held = False
 
     def put(self, job: Job) -> None:
         self._jobs.append(job)
@@ -84,10 +90,42 @@ class Inbox:
     def has(self, kind: type) -> bool:
         return any(isinstance(job, kind) for job in self._jobs)
 
+    def messages(self) -> tuple[str, ...]:
+        """The person's queued messages, oldest first."""
+        return tuple(job.text for job in self._jobs if isinstance(job, UserMessage))
+
+    def take_last_message(self) -> str | None:
+        for position in range(len(self._jobs) - 1, -1, -1):
+            job = self._jobs[position]
+            if isinstance(job, UserMessage):
+                del self._jobs[position]
+                return job.text
+        return None
+
+    def drop_messages(self) -> int:
+        kept = deque(job for job in self._jobs if not isinstance(job, UserMessage))
+        dropped = len(self._jobs) - len(kept)
+        self._jobs = kept
+        return dropped
+
+    def hold(self, held: bool) -> None:
+        self.held = held
+        self._arrived.set()
+
+    def _next(self) -> int | None:
+        """Where the next job to run is: the first, skipping the person's messages while held."""
+        return next((position for position, job in enumerate(self._jobs)
+                     if not (self.held and isinstance(job, UserMessage))), None)
+
+    def ready(self) -> bool:
+        return self._next() is not None
+
     async def get(self) -> Job:
-        while not self._jobs:
+        while (position := self._next()) is None:
             await self._arrived.wait()
-        return self._jobs.popleft()
+        job = self._jobs[position]
+        del self._jobs[position]
+        return job
 
 
 # ---- the lane --------------------------------------------------------------------------------
@@ -121,6 +159,10 @@ class Lane:
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
         # A bot's way out of a context-too-long error: compact, then the turn is sent again.
         self.recover: Callable[[Lane], Awaitable[None]] | None = None
+        # What the face shows of the conversation: the card (a new conversation gets a fresh
+        # one) and the saved history pages come from.
+        self.card: Card | None = None
+        self.history: SessionHistory | None = None
 
     # -- what the input actor calls --
 
@@ -129,14 +171,39 @@ class Lane:
         return not self._idle.is_set()
 
     def submit(self, job: Job) -> None:
+        """Queue a job; a message of the person's also sends a queue held after Ctrl+C."""
+        if isinstance(job, UserMessage):
+            self.inbox.hold(False)
         self.inbox.put(job)
         self.show_status()
 
     def interrupt(self) -> bool:
-        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave)."""
+        """Cancel the running job and hold the queue. False when nothing runs."""
         if self._job_scope is not None:
             self._job_scope.cancel()
+        if self.busy:
+            self.inbox.hold(True)
+            self.show_status()
         return self.busy
+
+    def send_queued(self) -> None:
+        self.inbox.hold(False)
+        self.show_status()
+
+    def take_back_queued(self) -> str | None:
+        """The last queued message, out of the queue, for the person to edit."""
+        text = self.inbox.take_last_message()
+        if not self.inbox.messages():
+            self.inbox.hold(False)
+        self.show_status()
+        return text
+
+    def drop_queued(self) -> int:
+        """Drop the person's queued messages (Ctrl+C on a held queue); how many there were."""
+        dropped = self.inbox.drop_messages()
+        self.inbox.hold(False)
+        self.show_status()
+        return dropped
 
     def cancel_innermost(self) -> None:
         if self._turn is not None:
@@ -175,6 +242,8 @@ class Lane:
         self.host.state(self._resting_state())  # the first report: the chat is ready
         while True:
             job = await self.inbox.get()
+            if isinstance(job, UserMessage):
+                self.show_status()
             self._idle = trio.Event()
             self.host.state(State.BUSY)
             self._failed = False
@@ -185,7 +254,7 @@ class Lane:
                 self._job_scope = None
                 self.set_running("")
                 self._idle.set()
-            if not self.inbox:
+            if not self.inbox.ready():
                 self.host.state(State.ERROR if self._failed else self._resting_state())
 
     async def _run(self, job: Job) -> None:
@@ -281,9 +350,10 @@ class Lane:
     def show_status(self) -> None:
         model = self.setup.model
         self.meter.window = model.context_window
+        messages = self.inbox.messages()
         self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
-                         queued=len(self.inbox)))
+                         queued=len(messages), queued_messages=messages, held=self.inbox.held and bool(messages)))
 
     async def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""
@@ -332,25 +402,14 @@ class _Observer:
         tool = self.lane.toolbox.get(call.name)
         name = (tool.display_name if tool is not None else "") or call.name
         self.lane.set_running(f"{name} {target}".strip())
-        self.lane.emit(ToolStarted(call.id, name, target))
+        self.lane.emit(ToolStarted(call.id, name, target, call_command(call)))
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")
-        self.lane.emit(ToolEnded(call.id, call.name, summarize(result), result.display, result.is_error))
+        # Exactly what the model reads: the screen shows its first lines, Ctrl+O all of it.
+        self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, result.is_error))
 
 
 def _ping_text(turn: Turn) -> str:
     reply = " ".join(turn.reply.split())
     return "iota: " + (reply[:117] + "…" if len(reply) > 120 else reply or "turn finished")
-
-
-def summarize(result: ToolResult) -> str:
-    """A tool result in one short line for the transcript."""
-    lines = [line for line in result.content.splitlines() if line.strip()]
-    if not lines:
-        return "(no output)"
-    first = lines[0] if len(lines[0]) <= 100 else lines[0][:99] + "…"
-    return first if len(lines) == 1 else f"{first} (+{len(lines) - 1} lines)"
-
-
-

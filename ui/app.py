@@ -34,8 +34,10 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Choose, Status
+from actors.events import Ask, Choose, Hint, Status
 from ui import theme
+from ui.paste import InputGatherer
+from ui.widgets.composer import Paste
 from ui.widgets.layout import ChatLayout
 
 LINE_FEED = 0x0A
@@ -45,6 +47,11 @@ CTRL_J_REPORT = tuple(b"\x1b[106;5u")
 # Ctrl+Enter, are reported with their modifiers; every other key is sent as before.
 REPORT_MODIFIED_KEYS = escape.set_modify_other_keys(1)
 RESET_MODIFIED_KEYS = escape.set_modify_other_keys(None)
+# The mouse as a chat needs it: presses and the wheel (1000), in SGR form (1006), but not the
+# motion of a held button (1002), so that a terminal that lets a drag select text while the
+# program listens to clicks can do so.
+MOUSE_ON = escape.PrivateMode.MOUSE_REPORTING.enable_seq + escape.PrivateMode.MOUSE_SGR_MODE.enable_seq
+MOUSE_OFF = escape.PrivateMode.MOUSE_SGR_MODE.disable_seq + escape.PrivateMode.MOUSE_REPORTING.disable_seq
 
 
 class ChatTerminal(urwid.display.raw.Screen):
@@ -57,10 +64,19 @@ class ChatTerminal(urwid.display.raw.Screen):
       a line feed, which only Ctrl+J now sends, is handed to urwid as the kitty report of Ctrl+J.
     - Ctrl+S / Ctrl+Q must not freeze the screen, so output flow control (IXON) goes off.
     - Shift+Enter is asked for through modifyOtherKeys, which terminals that lack it ignore.
+    - Bracketed paste is turned on without asking the terminal first (urwid would wait for an
+      answer to a mode query that tmux 3.3 never gives), and a paste — marked, or keys that came
+      together with a newline inside (ui.paste) — reaches the layout as one `Paste` key.
 
     Ctrl+Z stays the suspend character. Every setting is undone by urwid's own stop, which puts
     back the terminal attributes it saved before this start.
     """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("bracketed_paste_mode", True)
+        super().__init__(*args, **kwargs)
+        self._gatherer = InputGatherer()
+        self._gather_alarm = None
 
     def _start(self, *args: object, **kwargs: object) -> None:
         super()._start(*args, **kwargs)
@@ -77,11 +93,48 @@ class ChatTerminal(urwid.display.raw.Screen):
         self.write(RESET_MODIFIED_KEYS)
         super()._stop()
 
-    def _get_input_codes(self) -> list[int]:
-        codes = []
-        for code in super()._get_input_codes():
-            codes.extend(CTRL_J_REPORT if code == LINE_FEED else (code,))
-        return codes
+    def _mouse_tracking(self, enable: bool) -> None:
+        """urwid's own, with the modes above instead of urwid's (which add 1002)."""
+        if enable and self.modes.mouse_reporting is False:
+            self._mouse_tracking_enabled = False
+            return
+        self.write(MOUSE_ON if enable else MOUSE_OFF)
+        self._mouse_tracking_enabled = enable
+
+    def parse_input(self, event_loop, callback, codes, wait_for_more=True):
+        """Keys as urwid parses them, but a paste as one `Paste` key (see ui.paste). urwid's own
+        second call, for the rest of an escape sequence that never came, is passed straight on."""
+        if event_loop is None or callback is None or not wait_for_more or any(code > 0xFF for code in codes):
+            return super().parse_input(event_loop, callback, self._keys(codes), wait_for_more)
+        if self._gather_alarm is not None:
+            event_loop.remove_alarm(self._gather_alarm)
+            self._gather_alarm = None
+        wait = self._gatherer.feed(bytes(codes))
+        if wait is not None:
+            self._gather_alarm = event_loop.alarm(wait, lambda: self._deliver(event_loop, callback))
+            return None
+        self._deliver(event_loop, callback)
+        return None
+
+    def _deliver(self, event_loop, callback) -> None:
+        self._gather_alarm = None
+        keys_passed = False
+        for kind, piece in self._gatherer.take():
+            if kind == "paste":
+                callback([Paste(piece)], [])
+            else:
+                super().parse_input(event_loop, callback, self._keys(piece))
+                keys_passed = True
+        if not keys_passed:  # urwid's parse also reports a resize (after Ctrl+Z and fg, say)
+            super().parse_input(event_loop, callback, [])
+
+    @staticmethod
+    def _keys(codes) -> list[int]:
+        """A line feed, which only Ctrl+J sends now, as the kitty report of Ctrl+J."""
+        keys = []
+        for code in codes:
+            keys.extend(CTRL_J_REPORT if code == LINE_FEED else (code,))
+        return keys
 
 
 class ChatApp:
@@ -125,19 +178,25 @@ class ChatApp:
                 nursery.start_soon(self._deliver, inputs)
                 nursery.start_soon(self._tick_status)
                 task_status.started()
-                await self._pump(events)
+                await self._pump(events, nursery)
                 nursery.cancel_scope.cancel()
 
     async def _drive_urwid(self, event_loop: urwid.TrioEventLoop, cancel_scope: trio.CancelScope) -> None:
         await event_loop.run_async()
         cancel_scope.cancel()  # urwid stopped of its own accord: there is no screen to serve
 
-    async def _pump(self, events: trio.MemoryReceiveChannel) -> None:
+    async def _pump(self, events: trio.MemoryReceiveChannel, nursery: trio.Nursery) -> None:
         async for event in events:
             self.layout.apply(event)
             if isinstance(event, Status):
                 self._status_changed.set()
                 self._status_changed = trio.Event()
+            elif isinstance(event, Hint):
+                nursery.start_soon(self._clear_hint, event)
+
+    async def _clear_hint(self, hint: Hint) -> None:
+        await trio.sleep(hint.seconds)
+        self.layout.status_row.clear_hint(hint.text)
 
     async def _deliver(self, inputs: trio.MemorySendChannel) -> None:
         async for destination, message in self._outbox_receive:

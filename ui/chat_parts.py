@@ -14,7 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from actors.commands import COMMANDS, resume_opening
+from actors.commands import COMMANDS, help_command, resume_opening
+from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.lane import Lane
@@ -26,8 +27,10 @@ from iota.config import settings, trust
 from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
-from iota.errors import IotaError
+from iota.errors import IotaError, SessionLocked
 from iota.hosts import detect, host_lines
+from iota.mcp.servers import servers_for_run
+from iota.prompt import agents_files
 from iota.memory.file import MemoryFile
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
@@ -45,9 +48,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     it to pick the session when `iota resume` names none."""
     cwd = Path.cwd()
     if args.command == "resume":
-        bundle = resolve_session(args.id) if args.id else _pick_session(choose)
-        bots.check_not_bot_session(bundle.name)
-        session = Session.open(bundle)
+        session = _open_named(args.id) if args.id else _pick_session(choose)
         agent_name = session.meta.get("agent") or "default"
         agent = loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name)
     else:
@@ -71,9 +72,14 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     compactor = chat.compactor
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
+    commands["help"] = (COMMANDS["help"][0], help_command(commands))
+    card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings])
+
+    def show_what_it_shows(lane: Lane) -> None:
+        lane.card, lane.history = card, chat.history
+
     parts = ChatParts(
-        setup=setup, conversation=chat.conversation,
-        card=_card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings]),
+        setup=setup, conversation=chat.conversation, card=card,
         commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
@@ -81,7 +87,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
                      compactor.before_send if compactor else CompactionOffer()],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[compactor.check] if compactor else [])
+        on_start=[show_what_it_shows, *([compactor.check] if compactor else [])])
     return parts
 
 
@@ -96,6 +102,7 @@ class _Opened:
     warnings: list[str] = field(default_factory=list)
     compactor: BotCompactor | None = None
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
+    history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
 
     @property
     def bot(self) -> bool:
@@ -115,7 +122,8 @@ def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | No
         conversation = Conversation.from_session(session)
         if args.system is None:  # a resumed session replays its own system prompt
             setup.instructions = conversation.instructions
-        return _Opened(conversation, f"resumed {session.id}", watcher, resume_opening(session, conversation))
+        opening, history = resume_opening(session, conversation)
+        return _Opened(conversation, f"resumed {session.id}", watcher, opening, history=history)
     conversation = Conversation(session=session, instructions=setup.instructions)
     return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
 
@@ -135,7 +143,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     typed = _TypedByPerson(conversation)
     remember = Remember(memory, project=setup.project_root.name, typed_by_person=typed)
     setup.extra_tools.append(remember)
-    opening = [] if start.created else resume_opening(session, conversation)
+    opening, history = ([], None) if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
     if change is not None:
@@ -148,7 +156,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, history)
 
 
 class _TypedByPerson:
@@ -184,15 +192,27 @@ def settle_project_trust(loaded: Config, choose: ChooseOne, load: Callable[[], C
     return load()
 
 
-def _pick_session(choose: ChooseOne | None) -> Path:
-    """`iota resume` with no id: choose among the saved sessions (not a bot's), newest first."""
+def _open_named(prefix: str) -> Session:
+    bundle = resolve_session(prefix)
+    bots.check_not_bot_session(bundle.name)
+    return Session.open(bundle)
+
+
+def _pick_session(choose: ChooseOne | None) -> Session:
+    """`iota resume` with no id: choose among the saved sessions (not a bot's), newest first.
+    One open in another process is not an end: the picker says so and asks again."""
     now = datetime.now().astimezone()
     hidden = bots.bot_session_ids()
     infos = [info for info in list_sessions() if info.id not in hidden]
-    index = choose("Resume which session?", tuple(session_label(i, now) for i in infos)) if infos and choose else None
-    if index is None:
-        raise IotaError("no session to resume")
-    return infos[index].dir
+    title = "Resume which session?"
+    while True:
+        index = choose(title, tuple(session_label(i, now) for i in infos)) if infos and choose else None
+        if index is None:
+            raise IotaError("no session to resume")
+        try:
+            return Session.open(infos[index].dir)
+        except SessionLocked as error:
+            title = f"{error} — resume which session?"
 
 
 async def _write_terminal(data: bytes) -> None:
@@ -210,11 +230,25 @@ def _log_warnings(chat: _Opened) -> list[str]:
 def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:
     directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
     return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
-                warnings=(*setup.warnings, *warnings))
+                warnings=(*setup.warnings, *warnings), agent=setup.agent.name, loaded=_loaded(setup))
+
+
+def _loaded(setup: ChatSetup) -> tuple[str, ...]:
+    """What agent and bot mode loaded: `2 AGENTS.md · 3 skills · MCP: time, docs`."""
+    servers = [server.name for server in servers_for_run(setup.config, setup.agent, setup.mcp_flags)]
+    if setup.mode == "chat":
+        return (f"MCP: {', '.join(servers)}",) if servers else ()
+    agents = len(agents_files(setup.project_root, setup.cwd))
+    skills = len(setup.skills)
+    return (f"{agents} AGENTS.md" if agents else "no AGENTS.md", f"{skills} skill{'s' if skills != 1 else ''}",
+            f"MCP: {', '.join(servers)}" if servers else "no MCP servers")
 
 
 def _background(setup: ChatSetup) -> list:
+    """Blocking work for behind the first screen: the Markdown parser the first reply needs,
+    and the provider's signing library."""
     from iota.providers import preloader
+    from ui.widgets import markdown
 
     work = preloader(setup.model.provider.type)
-    return [work] if work is not None else []
+    return [markdown.preload, *([work] if work is not None else [])]
