@@ -34,7 +34,7 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Choose, Hint, Status
+from actors.events import Ask, Card, Choose, Hint, Status
 from ui import theme
 from ui.paste import InputGatherer
 from ui.widgets.composer import Paste
@@ -156,6 +156,7 @@ class ChatApp:
         self.layout = ChatLayout(home=os.environ.get("HOME") if home is None else home,
                                  clock=trio.current_time, on_input=self._send_input,
                                  on_answer=self._send_answer)
+        self._card: Card | None = None  # the last card shown: which conversation this is
 
     def _send_input(self, message: object) -> None:
         self._outbox_send.send_nowait((None, message))
@@ -193,10 +194,31 @@ class ChatApp:
                 self._status_changed = trio.Event()
             elif isinstance(event, Hint):
                 nursery.start_soon(self._clear_hint, event)
+            elif isinstance(event, Card) and event.mode:
+                self._card = event
 
     async def _clear_hint(self, hint: Hint) -> None:
         await trio.sleep(hint.seconds)
         self.layout.status_row.clear_hint(hint.text)
+
+    def farewell(self) -> str:
+        """What to leave in the terminal once the app's screen is gone: the last screen of the
+        conversation (as plain text) and how to continue it. "" when no chat was shown."""
+        card = self._card
+        if card is None:
+            return ""
+        rows = [row.rstrip() for row in self.layout.last_transcript_rows()]
+        while rows and not rows[0]:
+            rows.pop(0)
+        while rows and not rows[-1]:
+            rows.pop()
+        if card.mode == "bot":
+            how = f"Continue with: iota run {card.agent}"
+        elif card.session.startswith(("session ", "resumed ")):
+            how = f"Continue with: iota resume {card.session.split()[-1]}"
+        else:
+            how = "This chat was not saved."
+        return "\n".join([*rows, "", how]) + "\n"
 
     async def _deliver(self, inputs: trio.MemorySendChannel) -> None:
         async for destination, message in self._outbox_receive:

@@ -37,39 +37,63 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 class InputGatherer:
     def __init__(self) -> None:
-        self._pending = bytearray()
-
-    @property
-    def holding(self) -> bool:
-        return bool(self._pending)
+        self._reads: list[bytes] = []
 
     def feed(self, data: bytes) -> float | None:
         """Add one read's bytes. Returns how long to wait for more before `take` (None: take now)."""
-        self._pending += data
-        begin = self._pending.find(BEGIN_PASTE)
-        if begin >= 0 and self._pending.find(END_PASTE, begin) < 0:
-            return MARKED_PASTE_SECONDS
+        self._reads.append(data)
+        pending = b"".join(self._reads)
+        begin = pending.find(BEGIN_PASTE)
         if begin >= 0:
-            return None  # a whole marked paste: nothing to guess
-        if len(self._pending) == len(data) and not (_has_text(data) and any(b in LINE_BREAKS for b in data)):
+            return None if pending.find(END_PASTE, begin) >= 0 else MARKED_PASTE_SECONDS
+        if len(self._reads) == 1 and not _may_be_paste(data):
             return None  # typing, a key's sequence, a lone Enter
         return GATHER_SECONDS
 
     def take(self) -> list[tuple[str, bytes | str]]:
         """Everything gathered, as ("keys", bytes) and ("paste", text) pieces in order."""
-        data, self._pending = bytes(self._pending), bytearray()
+        reads, self._reads = self._reads, []
+        data = b"".join(reads)
+        if BEGIN_PASTE in data:
+            return _marked_pieces(data)
+        # A read with an escape sequence in it is keys (a paste is text); the text of the reads
+        # between such reads is judged as a whole.
         pieces: list[tuple[str, bytes | str]] = []
-        while data:
-            begin = data.find(BEGIN_PASTE)
-            before, marked = (data, b"") if begin < 0 else (data[:begin], data[begin + len(BEGIN_PASTE):])
-            if before:
-                pieces.append(("paste", paste_text(before)) if _is_unmarked_paste(before) else ("keys", before))
-            if begin < 0:
-                break
-            end = marked.find(END_PASTE)
-            pasted, data = (marked, b"") if end < 0 else (marked[:end], marked[end + len(END_PASTE):])
-            pieces.append(("paste", paste_text(pasted)))
-        return pieces
+        text = b""
+        for read in reads:
+            if b"\x1b" in read:
+                pieces += _judged(text)
+                pieces.append(("keys", read))
+                text = b""
+            else:
+                text += read
+        return pieces + _judged(text)
+
+
+def _judged(text: bytes) -> list[tuple[str, bytes | str]]:
+    if not text:
+        return []
+    return [("paste", paste_text(text)) if _is_unmarked_paste(text) else ("keys", text)]
+
+
+def _marked_pieces(data: bytes) -> list[tuple[str, bytes | str]]:
+    pieces: list[tuple[str, bytes | str]] = []
+    while data:
+        begin = data.find(BEGIN_PASTE)
+        before, marked = (data, b"") if begin < 0 else (data[:begin], data[begin + len(BEGIN_PASTE):])
+        if before:
+            pieces.append(("keys", before))
+        if begin < 0:
+            break
+        end = marked.find(END_PASTE)
+        pasted, data = (marked, b"") if end < 0 else (marked[:end], marked[end + len(END_PASTE):])
+        pieces.append(("paste", paste_text(pasted)))
+    return pieces
+
+
+def _may_be_paste(data: bytes) -> bool:
+    """Text with a line break in it and no escape sequence."""
+    return b"\x1b" not in data and _has_text(data) and any(b in LINE_BREAKS for b in data)
 
 
 def _has_text(data: bytes) -> bool:
@@ -77,9 +101,8 @@ def _has_text(data: bytes) -> bool:
 
 
 def _is_unmarked_paste(data: bytes) -> bool:
-    """A line break with more input after it, and no escape sequence: text that came together
-    with a newline inside."""
-    return b"\x1b" not in data and any(data.find(bytes([b]), 0, len(data) - 1) >= 0 for b in LINE_BREAKS)
+    """A line break with more text after it: text that came together with a newline inside."""
+    return any(data.find(bytes([b]), 0, len(data) - 1) >= 0 for b in LINE_BREAKS)
 
 
 def paste_text(data: bytes) -> str:

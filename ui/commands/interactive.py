@@ -28,7 +28,13 @@ from ui.app import ChatApp
 
 def run_interactive(args: argparse.Namespace) -> int:
     _write_starter_if_first_run(args)
-    return trio.run(_draw_then_run, args)
+    app = ChatApp()
+    try:
+        return trio.run(_draw_then_run, args, app)
+    finally:
+        # The app's screen is gone: its last screen stays in the terminal, with how to go on.
+        sys.stdout.write(app.farewell())
+        sys.stdout.flush()
 
 
 def _write_starter_if_first_run(args: argparse.Namespace) -> None:
@@ -42,12 +48,12 @@ def _write_starter_if_first_run(args: argparse.Namespace) -> None:
         print(starter.write_starter(paths.user_config_path()), file=sys.stderr)
 
 
-async def _draw_then_run(args: argparse.Namespace) -> int:
+async def _draw_then_run(args: argparse.Namespace, app: ChatApp) -> int:
     events_send, events_receive = trio.open_memory_channel(math.inf)
     inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
     exit_code = EXIT_INTERRUPTED  # what a SIGTERM or SIGHUP leaves, before the chat runs or twice in it
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(ChatApp().run, events_receive, inputs_send)
+        nursery.start_soon(app.run, events_receive, inputs_send)
         events_send.send_nowait(Card(version=__version__, mode="", session="starting…", host=None,
                                      directory=str(Path.cwd())))
         choose = partial(trio.from_thread.run, _choose_once, events_send)

@@ -95,6 +95,7 @@ class ChatLayout(urwid.WidgetWrap):
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
         self._arrange_bottom()
+        self._size = (80, 24)  # the last size drawn at
         super().__init__(urwid.Frame(body=self.transcript, footer=self._bottom, focus_part="footer"))
 
     @property
@@ -181,8 +182,17 @@ class ChatLayout(urwid.WidgetWrap):
         self._show_next_choice()
         self._arrange_bottom()
 
+    def last_transcript_rows(self) -> list[str]:
+        """The transcript's bottom as the screen last showed it, as plain rows of text."""
+        columns, rows = self._size
+        transcript_rows = max(1, rows - self._bottom.rows((columns,)))
+        self.transcript.scroller.follow()
+        canvas = self.transcript.render((columns, transcript_rows))
+        return [row.decode("utf-8", errors="replace") for row in canvas.text]
+
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         columns, rows = size
+        self._size = size
         if isinstance(self._chooser, Chooser):
             below = sum(widget.rows((columns,)) for widget, _ in self._bottom.contents if widget is not self._chooser)
             self._chooser.limit_rows(max(0, rows - below - TRANSCRIPT_ROWS_KEPT))

@@ -33,6 +33,7 @@ Markup = list[str | tuple[str, str]]
 BULLETS = ("• ", "◦ ", "▪ ")
 CODE_INDENT = "  "
 QUOTE_GUTTER = "│ "
+RULE_COLUMNS = 40
 # Pygments token types, most specific first, and the palette attribute each is drawn with.
 CODE_STYLES = (("Comment", "code_comment"), ("Keyword", "code_keyword"), ("Name.Function", "code_name"),
                ("Name.Class", "code_name"), ("Name.Builtin", "code_builtin"), ("Literal.String", "code_string"),
@@ -84,17 +85,19 @@ def _block(node, depth: int) -> urwid.Widget:
         code = node.content[:-1] if node.content.endswith("\n") else node.content
         return Gutter(CODE_INDENT, urwid.Text(highlight(code, node.info.strip().split(" ")[0]), wrap="any"))
     if kind == "hr":
-        return urwid.AttrMap(urwid.Divider("─"), "dim")
+        return urwid.Text(("dim", "─" * RULE_COLUMNS), wrap="clip")
     if kind == "table":
         return urwid.Text(_table(node), wrap="any")
     return urwid.Text(escape_controls(node.content))  # html_block and whatever a parser adds
 
 
 def _pile(children, depth: int, attribute: str | None = None) -> urwid.Widget:
-    """Sibling blocks, a blank row between them (a tight list's paragraphs sit together)."""
+    """Sibling blocks, a blank row between them; in a tight list item (its paragraphs hidden, in
+    markdown-it's words) they sit together."""
+    tight = any(child.type == "paragraph" and child.hidden for child in children)
     widgets: list[urwid.Widget] = []
     for child in children:
-        if widgets and not child.hidden:
+        if widgets and not tight:
             widgets.append(urwid.Divider())
         widgets.append(_block(child, depth))
     pile = urwid.Pile(widgets)
