@@ -323,7 +323,7 @@ async def clear(lane: Lane, argument: str) -> None:
     conversation.messages = []
     conversation.session = new
     conversation.system_saved = False
-    lane.meter.seed([], None)
+    lane.meter.seed([], None, overhead=lane.request_overhead())
     if old is not None:
         old.close()
     lane.report_session()

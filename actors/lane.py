@@ -17,6 +17,7 @@ up) is not saved and leaves the conversation as it was.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,11 +33,13 @@ from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, T
                            TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
+from iota.compaction.meter import estimate_text
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import USER, Message, ToolCall
 from iota.hosts import PingKind, State
+from iota.providers.base import retry_listener
 from iota.sessions.bundle import Session
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
@@ -150,9 +153,11 @@ class Lane:
         self._idle.set()
         self._running = ""
         self._running_since: float | None = None
+        self._label = ""  # while set, what runs is shown as part of it (`labelled`)
         self.meter = Meter(setup.model.context_window)
         session = conversation.session
-        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None)
+        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None,
+                        overhead=self.request_overhead())
         # Hooks: before each user message is sent (reloads, the compaction offer, a bot's owed
         # compaction), and after each kept turn (a bot's memory notices).
         self.before_send: list[Callable[[Lane, Message], Awaitable[None]]] = []
@@ -212,7 +217,7 @@ class Lane:
     def switch_session(self, session: Session) -> None:
         """Continue in another saved session (`/session`); the caller closes the old one."""
         self.conversation.switch_to(session)
-        self.meter.seed(self.conversation.messages, session.view.last_usage)
+        self.meter.seed(self.conversation.messages, session.view.last_usage, overhead=self.request_overhead())
         self.report_session()
         self.show_status()
 
@@ -227,6 +232,13 @@ class Lane:
             finally:
                 self._job_scope = outer
 
+    def request_overhead(self) -> int:
+        """What every request carries beyond the conversation, estimated: the system prompt and the
+        tools' definitions. The meter counts it from the first screen, before a reply measures it."""
+        specs = self.toolbox.specs()
+        return estimate_text(self.setup.system_prompt()) + sum(
+            estimate_text(spec.name + spec.description + json.dumps(spec.parameters)) for spec in specs)
+
     @property
     def context_used(self) -> int:
         return self.meter.used
@@ -237,6 +249,8 @@ class Lane:
     # -- the loop --
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        # A provider's wait before a retry shows on the status row: `retrying in 2 s (HTTP 529, …)`.
+        retry_listener.set(lambda wait: self.set_running(str(wait)))
         task_status.started()
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
@@ -342,10 +356,23 @@ class Lane:
         self.emit(Notice(text, warning=warning))
 
     def set_running(self, label: str) -> None:
+        if label and self._label and not label.startswith(self._label):
+            label = f"{self._label} · {label}"
         if label != self._running:
             self._running = label
             self._running_since = trio.current_time() if label else None
             self.show_status()
+
+    @contextmanager
+    def labelled(self, label: str):
+        """What runs is shown as part of `label` (`saving memory before compacting · Responding`)."""
+        outer = self._label
+        self._label = label
+        try:
+            self.set_running(label)
+            yield
+        finally:
+            self._label = outer
 
     def show_status(self) -> None:
         model = self.setup.model

@@ -160,7 +160,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BotError(f"cannot create {directory}: {exc.strerror}") from exc
-    lock = locking.acquire(directory / LOCK_NAME, lambda pid: _lock_refusal(name, pid))
+    lock = locking.acquire(directory / LOCK_NAME, lambda pid: lock_refusal(name, pid))
     try:
         try:
             ensure_memory(directory, name)
@@ -194,7 +194,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         raise
 
 
-def _lock_refusal(name: str, pid: int | None) -> str:
+def lock_refusal(name: str, pid: int | None) -> str:
     holder = f" (pid {pid})" if pid is not None else ""
     return f"bot {name} is open in another iota process{holder}"
 

@@ -380,6 +380,12 @@ def delete_session(bundle: Path) -> None:
         held.release()
 
 
+def check_not_open(bundle: Path) -> None:
+    """Refuse a bundle another process has open (`SessionLocked`), before anything is done with
+    it; it only looks, and lets go of the lock at once."""
+    _lock_bundle(bundle).release()
+
+
 def _lock_bundle(bundle: Path) -> locking.HeldLock:
     def refused(pid: int | None) -> str:
         holder = f" (pid {pid})" if pid is not None else ""

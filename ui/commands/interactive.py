@@ -28,6 +28,7 @@ from ui.app import ChatApp
 
 def run_interactive(args: argparse.Namespace) -> int:
     _write_starter_if_first_run(args)
+    _refuse_before_the_screen(args)
     app = ChatApp()
     try:
         return trio.run(_draw_then_run, args, app)
@@ -46,6 +47,30 @@ def _write_starter_if_first_run(args: argparse.Namespace) -> None:
     if args.config is None and not paths.user_config_path().exists() and \
             not paths.project_config_path(Path.cwd()).exists():
         print(starter.write_starter(paths.user_config_path()), file=sys.stderr)
+
+
+def _refuse_before_the_screen(args: argparse.Namespace) -> None:
+    """Errors that need no config are raised before the screen is taken, so they are printed
+    without the chat flashing up first: a resume id that matches no session (or several), a
+    session open in another process, a bot another process runs. Each only looks; the real
+    checks run again when the chat opens."""
+    from iota import paths
+    from iota.sessions import locking
+
+    if args.command == "resume" and args.id:
+        from iota.sessions.bundle import check_not_open, resolve_session
+
+        check_not_open(resolve_session(args.id))
+    elif args.command == "run":
+        lock = paths.bots_dir() / args.agent / "lock"
+        if lock.is_file():
+            locking.acquire(lock, partial(_bot_refusal, args.agent)).release()
+
+
+def _bot_refusal(bot: str, pid: int | None) -> str:
+    from iota.bots.bot import lock_refusal  # imported only to say no: it is not light
+
+    return lock_refusal(bot, pid)
 
 
 async def _draw_then_run(args: argparse.Namespace, app: ChatApp) -> int:

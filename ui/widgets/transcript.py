@@ -37,6 +37,7 @@ from ui.widgets import markdown
 from ui.widgets.card import CardWidget
 from ui.widgets.chooser import DetailView
 from ui.widgets.controls import escape_controls
+from ui.widgets.diff import diff_attribute
 from ui.widgets.scroll import Scroller
 
 GROUPED_KINDS = frozenset({"notice", "error"})
@@ -44,18 +45,6 @@ INTERRUPTED = "(interrupted)"
 # The lines of a tool's output shown before Ctrl+O (one when a diff follows).
 PREVIEW_LINES = 4
 EXPAND_HINT = "ctrl+o to expand"
-
-
-def diff_attribute(line: str) -> str | None:
-    if line.startswith(("+++", "---")):
-        return "dim"
-    if line.startswith("@@"):
-        return "diff_hunk"
-    if line.startswith("+"):
-        return "diff_add"
-    if line.startswith("-"):
-        return "diff_del"
-    return None
 
 
 class ReplyStream:
