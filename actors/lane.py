@@ -183,12 +183,12 @@ class Lane:
         self.show_status()
 
     def interrupt(self) -> bool:
-        """Cancel the running job and hold the queue. False when nothing runs."""
+        """Cancel the running job and hold the queue (the status row says so once the job has
+        ended). False when nothing runs."""
         if self._job_scope is not None:
             self._job_scope.cancel()
         if self.busy:
             self.inbox.hold(True)
-            self.show_status()
         return self.busy
 
     def send_queued(self) -> None:

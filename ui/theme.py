@@ -41,7 +41,6 @@ _LOOK: dict[str, tuple[str, tuple[str, ...]]] = {
     "hint": ("brown", ("bold",)),
     "queued": ("default", ("faint",)),
     # Markdown in replies (ui.widgets.markdown)
-    "md_heading1": ("default", ("bold", "underline")),
     "md_heading": ("default", ("bold",)),
     "md_strong": ("default", ("bold",)),
     "md_em": ("default", ("italics",)),

@@ -75,8 +75,7 @@ def _block(node, depth: int) -> urwid.Widget:
     if kind == "paragraph":
         return urwid.Text(inline_markup(node.children[0]) if node.children else "")
     if kind == "heading":
-        attribute = "md_heading1" if node.tag == "h1" else "md_heading"
-        return urwid.Text(inline_markup(node.children[0], attribute) if node.children else "")
+        return urwid.Text(inline_markup(node.children[0], "md_heading") if node.children else "")
     if kind in ("bullet_list", "ordered_list"):
         return _list(node, depth)
     if kind == "blockquote":
@@ -150,7 +149,7 @@ def _inline(children, attribute: str | None) -> Iterator[tuple[str, str | None]]
 
 
 _EMPHASIS = {"em": "md_em", "strong": "md_strong", "s": "md_strike"}
-_STRONGER = frozenset({"md_heading", "md_heading1"})
+_STRONGER = frozenset({"md_heading"})
 
 
 def _table(node) -> Markup:

@@ -38,6 +38,7 @@ from ui.widgets.card import CardWidget
 from ui.widgets.chooser import DetailView
 from ui.widgets.controls import escape_controls
 from ui.widgets.diff import diff_attribute
+from ui.widgets.markdown import Gutter
 from ui.widgets.scroll import Scroller
 
 GROUPED_KINDS = frozenset({"notice", "error"})
@@ -45,6 +46,8 @@ INTERRUPTED = "(interrupted)"
 # The lines of a tool's output shown before Ctrl+O (one when a diff follows).
 PREVIEW_LINES = 4
 EXPAND_HINT = "ctrl+o to expand"
+RESULT_MARK = "  ⎿ "
+INDENT = "    "
 
 
 class ReplyStream:
@@ -122,20 +125,22 @@ def _marked_interrupted(block: urwid.Widget, has_text: bool) -> urwid.Widget:
 
 class ToolBlock(urwid.WidgetWrap):
     """One tool call: `• name target` (and the whole command when the target cuts it), then
-    `  ⎿ ` and the first lines of what the model read, and the display (a diff) in full."""
+    `  ⎿ ` and the first lines of what the model read, and the display (a diff) in full. Long
+    rows wrap under their own indent."""
 
     def __init__(self, name: str, target: str, command: str = "", expanded: bool = False):
-        self._header: list[str | tuple[str, str]] = [("tool", f"• {escape_controls(name)}")]
+        header: list[str | tuple[str, str]] = [("tool", f"• {escape_controls(name)}")]
         if target:
-            self._header.append(f" {escape_controls(target)}")
+            header.append(f" {escape_controls(target)}")
+        rows: list[urwid.Widget] = [urwid.Text(header)]
         command = command.strip()
         if command and command not in target:
-            for line in escape_controls(command).splitlines():
-                self._header += ["\n", ("dim", "  │ "), line]
+            rows.append(Gutter("  │ ", urwid.Text(escape_controls(command))))
         self._ended: ToolEnded | None = None
         self._expanded = expanded
-        self._text = urwid.Text(self._header)
-        super().__init__(self._text)
+        self._pile = urwid.Pile(rows)
+        self._header_rows = len(rows)
+        super().__init__(self._pile)
 
     def finish(self, ended: ToolEnded) -> None:
         self._ended = ended
@@ -150,21 +155,22 @@ class ToolBlock(urwid.WidgetWrap):
         ended = self._ended
         if ended is None:
             return
-        markup = [*self._header, "\n"]
         lines = escape_controls(ended.output).rstrip().splitlines() or ["(no output)"]
         shown = len(lines) if self._expanded else (1 if ended.display else PREVIEW_LINES)
         closing = lines[-1] if len(lines) > shown and _is_status_line(lines[-1]) else None
         hidden = len(lines) - shown - (closing is not None)
+        markup: list[str | tuple[str, str]] = []
         for number, line in enumerate(lines[:shown]):
-            attribute = "tool_error" if ended.is_error and (number == 0 or _is_status_line(line)) else "tool_result"
-            markup += ["\n" if number else "", (attribute, f"{'  ⎿ ' if number == 0 else '    '}{line}")]
+            error = ended.is_error and (number == 0 or _is_status_line(line))
+            markup += ["\n" if number else "", ("tool_error" if error else "tool_result",
+                                                 f"{RESULT_MARK if number == 0 else INDENT}{line}")]
         if hidden > 0:
-            markup += ["\n", ("dim", f"    … +{hidden} lines ({EXPAND_HINT})")]
+            markup += ["\n", ("dim", f"{INDENT}… +{hidden} lines ({EXPAND_HINT})")]
         if closing is not None:
-            markup += ["\n", ("tool_error" if ended.is_error else "tool_result", f"    {closing}")]
+            markup += ["\n", ("tool_error" if ended.is_error else "tool_result", f"{INDENT}{closing}")]
         for line in escape_controls(ended.display or "").splitlines():
-            markup += ["\n", (diff_attribute(line) or "tool_result", f"    {line}")]
-        self._text.set_text(markup)
+            markup += ["\n", (diff_attribute(line) or "tool_result", f"{INDENT}{line}")]
+        self._pile.contents[self._header_rows:] = [(urwid.Text(markup), self._pile.options())]
 
 
 def _is_status_line(line: str) -> bool:
