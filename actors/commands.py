@@ -319,6 +319,7 @@ async def clear(lane: Lane, argument: str) -> None:
         return
     conversation = lane.conversation
     old = conversation.session
+    kept = old is not None and old.on_disk
     new = lane.setup.new_session() if old is not None else None
     conversation.messages = []
     conversation.session = new
@@ -328,7 +329,7 @@ async def clear(lane: Lane, argument: str) -> None:
         old.close()
     lane.report_session()
     show_session(lane, f"session {new.id}" if new else "not saved", None)
-    if old is not None and old.on_disk:
+    if kept:
         lane.notice(f"A new conversation; the last one is kept as {old.id} (iota resume {old.id})")
     lane.show_status()
 
