@@ -89,6 +89,7 @@ class ToolStarted:
     name: str
     target: str           # short: `src/a.py`, the first line of a command
     command: str = ""     # a shell call's whole command, shown in full when the target cuts it
+                          # ("" when an approval asks about it: the question shows it whole)
 
 
 @dataclass(frozen=True)

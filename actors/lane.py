@@ -429,7 +429,9 @@ class _Observer:
         tool = self.lane.toolbox.get(call.name)
         name = (tool.display_name if tool is not None else "") or call.name
         self.lane.set_running(f"{name} {target}".strip())
-        self.lane.emit(ToolStarted(call.id, name, target, call_command(call)))
+        # A call that asks first shows its whole command in the question (and keeps it there, answered).
+        asks = tool is not None and tool.approval(call.arguments) is not None
+        self.lane.emit(ToolStarted(call.id, name, target, "" if asks else call_command(call)))
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")
