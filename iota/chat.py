@@ -212,7 +212,7 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
         root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
     skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
     return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
-                     instructions=_instructions(loaded, agent, cwd, system_override), interactive=interactive,
+                     instructions=read_instructions(loaded, agent, cwd, system_override), interactive=interactive,
                      skills=skills, warnings=warnings, mcp_flags=list(mcp_flags or []), confinement=confinement)
 
 
@@ -250,7 +250,8 @@ def _replayed_model(loaded: Config, meta: dict) -> str | None:
     return reference if meta["provider"] in loaded.providers else None
 
 
-def _instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None) -> str:
+def read_instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None = None) -> str:
+    """The agent's instructions: `override` (-s), else `system:`, else the `system_file:` read now."""
     if override is not None:
         return override
     if agent.system:
