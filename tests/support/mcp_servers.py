@@ -32,8 +32,8 @@ from pathlib import Path
 
 import httpx
 import uvicorn
-from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizationParams, RefreshToken,
-                                      construct_redirect_uri)
+from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizationParams, AuthorizeError,
+                                      RefreshToken, construct_redirect_uri)
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -57,6 +57,9 @@ class OAuthServer:
     grants: list[str] = field(default_factory=list)      # each token request's grant type
     authorized: list[AuthorizationParams] = field(default_factory=list)
     revoked: list[str] = field(default_factory=list)
+    presented: list[str] = field(default_factory=list)   # every bearer token the MCP endpoint was sent
+    refuse: bool = False                                  # /authorize says access_denied
+    registration: bool = True                             # dynamic client registration is offered
 
     def expire_access_tokens(self) -> None:
         """Every access token issued so far stops working, as if its time had run out."""
@@ -71,8 +74,17 @@ class OAuthServer:
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         self.clients[client_info.client_id] = client_info
 
+    def add_client(self, client_id: str, secret: str | None, redirect_uri: str) -> None:
+        """A client registered by hand, as an operator does for a server that registers nobody."""
+        self.clients[client_id] = OAuthClientInformationFull(
+            client_id=client_id, client_secret=secret, redirect_uris=[redirect_uri],
+            token_endpoint_auth_method="client_secret_post" if secret else "none",
+            grant_types=["authorization_code", "refresh_token"])
+
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         self.authorized.append(params)
+        if self.refuse:
+            raise AuthorizeError(error="access_denied", error_description="the person said no")
         code = secrets.token_urlsafe(24)
         self.codes[code] = AuthorizationCode(
             code=code, scopes=params.scopes or [], expires_at=time.time() + 300, client_id=client.client_id,
@@ -97,6 +109,7 @@ class OAuthServer:
         return self._issue(client.client_id, scopes or refresh_token.scopes)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
+        self.presented.append(token)
         found = self.access.get(token)
         if found is None or (found.expires_at is not None and found.expires_at < time.time()):
             return None
@@ -161,7 +174,8 @@ def _echo_app(served: HttpServer, base: str, growing: bool) -> MCPServer:
     if served.oauth is not None:
         auth = {"auth_server_provider": served.oauth,
                 "auth": AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
-                                     client_registration_options=ClientRegistrationOptions(enabled=True),
+                                     client_registration_options=ClientRegistrationOptions(
+                                         enabled=served.oauth.registration),
                                      revocation_options=RevocationOptions(enabled=True))}
     app = MCPServer("echo", log_level="WARNING", **auth)
 

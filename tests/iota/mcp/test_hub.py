@@ -60,6 +60,7 @@ async def until(condition) -> None:
 
 def test_importing_the_mcp_modules_does_not_import_the_sdk():
     code = ("import sys, iota.chat, iota.mcp.hub, iota.mcp.tool, iota.mcp.servers, iota.mcp.config_file, "
+            "iota.mcp.auth, iota.mcp.connection, iota.mcp.login, "
             "ui.commands.mcp, ui.cli; print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[3])
