@@ -4,8 +4,9 @@
         reply = stream(system, history + this turn, tools)
         record the reply; run its tool calls; record their results in call order
 
-That is all of it. A tool failure is a result the model reads, never an exception that ends the
-turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
+That is all of it. The tools are asked for again at each round, so a tool that joins mid-turn (a
+server that became ready, a deferred tool a search loaded) is offered from the next request. A
+tool failure is a result the model reads, never an exception that ends the turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
 anywhere: everything the turn finished is already in `Turn.messages`, the text of the reply in
 progress is in `Turn.partial`, and `Turn.interrupt()` turns both into records that keep the log
 valid (the partial reply marked interrupted, each unanswered tool call answered as interrupted).
@@ -13,6 +14,7 @@ valid (the partial reply marked interrupted, each unanswered tool call answered 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -134,24 +136,35 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
             observer.on_text(text)
 
         with _innermost(turn) as stream_scope:
-            reply = await provider.stream(_with_messages(request, history + turn.messages), on_text)
+            reply = await provider.stream(_with_messages(request, history + turn.messages, toolbox), on_text)
         if stream_scope.cancelled_caught:  # Esc on the stream: the turn ends here, interrupted
             turn.interrupt()
             return
         turn.partial = ""
         turn.model_calls += 1
-        turn.messages.append(Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage))
+        turn.messages.append(Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage,
+                                     server_blocks=reply.server_blocks))
         if not reply.tool_calls:
             return
         await _run_calls(turn, reply.tool_calls, toolbox, approvals, observer)
+        _mount(turn, toolbox)
         if max_turns and turn.model_calls >= max_turns:
             return
 
 
-def _with_messages(request: Request, messages: list[Message]) -> Request:
-    return Request(model=request.model, system=request.system, messages=messages, tools=request.tools,
+def _with_messages(request: Request, messages: list[Message], toolbox: Toolbox) -> Request:
+    return Request(model=request.model, system=request.system, messages=messages, tools=toolbox.specs(),
                    max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
                    effort=request.effort)
+
+
+def _mount(turn: Turn, toolbox: Toolbox) -> None:
+    """Schemas this round loaded into the history rather than the tools array (a deferred tool
+    in `system-tools` mode) go on the round's last tool result, which they follow on the wire."""
+    mounts = toolbox.take_mounts()
+    if mounts and turn.messages and turn.messages[-1].role == TOOL:
+        turn.messages[-1] = dataclasses.replace(turn.messages[-1], mounted_tools=[
+            {"name": spec.name, "description": spec.description, "parameters": spec.parameters} for spec in mounts])
 
 
 async def _run_calls(turn: Turn, calls: list[ToolCall], toolbox: Toolbox, approvals: Approvals,

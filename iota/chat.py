@@ -127,12 +127,20 @@ class ChatSetup:
     @asynccontextmanager
     async def _open_mcp(self, toolbox: Toolbox) -> AsyncIterator[None]:
         """The agent's MCP servers, starting in the background (`toolbox.mcp` is their hub). A
-        headless turn is sent once, so it waits until each server is ready or has failed."""
+        headless turn is sent once, so it waits until each server is ready or has failed. The
+        tools of servers with `defer:` wait behind a search, in the way the model of this moment
+        speaks (iota.mcp.defer): a later /model switch keeps it."""
         servers = servers_for_run(self.config, self.agent, self.mcp_flags)
         if not servers:
             yield
             return
         from iota.mcp.hub import open_mcp
+
+        deferred = [server for server in servers if server.defer]
+        if deferred:
+            from iota.mcp.defer import Deferral, DeferredGroup
+
+            Deferral([DeferredGroup(server.name, server.defer) for server in deferred], self.model.defer_mode, toolbox)
 
         def note(text: str, warning: bool) -> None:
             if warning:

@@ -79,6 +79,11 @@ class Message:
     usage: Usage | None = None
     system_cleared: bool = False
     flush_skipped: bool = False
+    # Deferred tools (iota.mcp.defer): an assistant message's blocks of Anthropic's own tool search,
+    # sent back at its front; on a tool result, the schemas it loaded, mounted after it in the
+    # history (as {"name", "description", "parameters"}) for a provider whose tools array stays fixed.
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
+    mounted_tools: list[dict[str, Any]] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -100,6 +105,10 @@ class Message:
             record["system_cleared"] = True
         if self.flush_skipped:
             record["flush_skipped"] = True
+        if self.server_blocks:
+            record["server_blocks"] = self.server_blocks
+        if self.mounted_tools:
+            record["mounted_tools"] = self.mounted_tools
         return record
 
     @classmethod
@@ -112,6 +121,10 @@ class Message:
 
         def flag(key: str) -> bool:
             return record.get(key) is True
+
+        def objects(key: str) -> list[dict[str, Any]]:
+            value = record.get(key)
+            return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
         calls = record.get("tool_calls") or []
         through = record.get("compacted_through")
@@ -130,4 +143,6 @@ class Message:
             usage=Usage.from_record(usage) if isinstance(usage, dict) else None,
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
+            server_blocks=objects("server_blocks"),
+            mounted_tools=objects("mounted_tools"),
         )

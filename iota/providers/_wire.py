@@ -17,7 +17,9 @@ as the conversion it saves.)
 
 A wire message is only kept once it is closed: Anthropic merges neighbouring messages of one
 role, so the last wire message may still grow with the next request's messages; it is built
-again each time, from the messages it was made of.
+again each time, from the messages it was made of. One message may also make several wire
+messages (a tool result and the tool schemas it mounted after it, see iota.mcp.defer): all of
+those of the last message are built again.
 """
 
 from __future__ import annotations
@@ -50,10 +52,13 @@ class WireHistory:
             kept, self._messages, self._closed = 0, [], []
         fresh = self._convert(messages[kept:])
         encoded = [dump(wire) for _, wire in fresh]
-        if len(fresh) > 1:  # all but the last are closed: only the last can grow
-            self._closed += encoded[:-1]
-            self._messages = messages[: kept + fresh[-1][0]]
-        return [*self._closed, *encoded[-1:]]
+        # What the last message made is open (it may grow); everything before it is closed.
+        last = fresh[-1][0] if fresh else 0
+        closing = sum(1 for start, _ in fresh if start < last)
+        if closing:
+            self._closed += encoded[:closing]
+            self._messages = messages[: kept + last]
+        return [*self._closed, *encoded[closing:]]
 
 
 def json_object(fields: dict[str, Any], key: str, items: list[bytes]) -> bytes:

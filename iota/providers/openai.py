@@ -174,4 +174,13 @@ def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
             wire.append((index, entry))
         elif message.role == TOOL:
             wire.append((index, {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}))
+            if message.mounted_tools:
+                # Tool schemas loaded into the history (a deferred tool, `system-tools` mode):
+                # a system message with `tools` and no content, after the round's results.
+                wire.append((index, {"role": "system", "tools": [_function(tool) for tool in message.mounted_tools]}))
     return wire
+
+
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": tool.get("name"), "description": tool.get("description"),
+                                             "parameters": tool.get("parameters")}}
