@@ -85,14 +85,19 @@ async def _transport(server: McpServerConfig, cwd: Path, trail: Trail, auth: Any
                 streamable_http_client(server.url, http_client=http) as streams:
             yield streams
     else:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.stdio import stdio_client
 
-        # The server gets the SDK's short list of inherited variables (PATH, HOME, …) and the
-        # entry's `env:` over it, not all of iota's environment (which holds the API keys).
-        parameters = StdioServerParameters(command=server.command, args=server.args, env=server.env or None,
-                                           cwd=cwd)
-        async with stdio_client(parameters, errlog=trail.stderr) as streams:
+        async with stdio_client(stdio_parameters(server, cwd), errlog=trail.stderr) as streams:
             yield streams
+
+
+def stdio_parameters(server: McpServerConfig, cwd: Path) -> Any:
+    """How a stdio server (expanded) is started. It gets the SDK's short list of inherited
+    variables (PATH, HOME, …) and the entry's `env:` over it, not all of iota's environment
+    (which holds the API keys)."""
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=server.command, args=list(server.args), env=server.env or None, cwd=cwd)
 
 
 async def _relay(source: Any, sink: Any, ended: trio.Event) -> None:
