@@ -43,6 +43,7 @@ from iota.errors import ConfigError, IotaError
 FILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 CALLBACK_PATH = "/callback"
 CLIENT_NAME = "iota"
+GRANT_TYPES = ["authorization_code", "refresh_token"]
 # The redirect URI of a chat's OAuth client, which never logs in (it is never used).
 UNUSED_REDIRECT = f"http://127.0.0.1{CALLBACK_PATH}"
 
@@ -74,10 +75,8 @@ def client_metadata(server: McpServerConfig, redirect_uri: str) -> Any:
     """What iota registers as (or, with `client_id:`, presents itself as)."""
     from mcp.shared.auth import OAuthClientMetadata
 
-    method = ("client_secret_post" if server.client_secret else "none") if server.client_id else None
-    return OAuthClientMetadata(client_name=CLIENT_NAME, redirect_uris=[redirect_uri],
-                               grant_types=["authorization_code", "refresh_token"],
-                               token_endpoint_auth_method=method)
+    return OAuthClientMetadata(client_name=CLIENT_NAME, redirect_uris=[redirect_uri], grant_types=GRANT_TYPES,
+                               token_endpoint_auth_method=_token_auth_method(server))
 
 
 def configured_client(server: McpServerConfig, redirect_uri: str) -> Any:
@@ -89,8 +88,15 @@ def configured_client(server: McpServerConfig, redirect_uri: str) -> Any:
 
     return OAuthClientInformationFull(
         client_id=server.client_id, client_secret=server.client_secret or None, redirect_uris=[redirect_uri],
-        token_endpoint_auth_method="client_secret_post" if server.client_secret else "none",
-        grant_types=["authorization_code", "refresh_token"])
+        token_endpoint_auth_method=_token_auth_method(server), grant_types=GRANT_TYPES)
+
+
+def _token_auth_method(server: McpServerConfig) -> str | None:
+    """How the entry's own client proves itself at the token endpoint: its secret in the form, or
+    nothing (a public client). None when iota registers itself: the server decides then."""
+    if not server.client_id:
+        return None
+    return "client_secret_post" if server.client_secret else "none"
 
 
 class TokenStore:
@@ -208,8 +214,8 @@ def connection_auth(server: McpServerConfig) -> Any:
     """The httpx auth a chat's connection to `server` (expanded) is made with, or None: the
     stored tokens, refreshed when they expire. Raises NotLoggedIn for `auth: oauth` without them."""
     mode = auth_mode(server)
-    if mode == "none":
-        return None
+    if mode == "none" or (mode == "auto" and not FILE_NAME.fullmatch(server.name)):
+        return None  # (a name that cannot name a token file has none; only auth: oauth says so)
     store = TokenStore(server, client=configured_client(server, UNUSED_REDIRECT))
     if not store.has_tokens():
         if mode == "oauth":

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import shutil
 import socket
 from collections.abc import Awaitable, Callable
 from functools import partial

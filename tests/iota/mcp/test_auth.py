@@ -4,7 +4,6 @@ test "browser" that follows the authorization URL over HTTP as a person's browse
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat
@@ -281,3 +280,11 @@ def test_iota_mcp_login_prints_the_url_when_no_browser_can_be_opened_and_logout_
                                 text=True, env=env, cwd=REPO)
     assert logged_out.stdout == f"Logged out of docs (removed {fake_home}/.iota/mcp/auth/docs.json)\n"
     assert not (fake_home / ".iota/mcp/auth/docs.json").exists()
+
+
+async def test_a_server_whose_name_cannot_name_a_token_file_still_starts_without_oauth(tmp_path):
+    with serve_http() as open_server:
+        _, statuses, _ = await chat_with(McpServerConfig(name="my.docs", url=open_server.url), tmp_path)
+    assert statuses == ["ready · 4 tools"]
+    with pytest.raises(ConfigError, match=r'^MCP server "my.docs": OAuth needs a name of letters, digits, - and _'):
+        await login(McpServerConfig(name="my.docs", url="http://127.0.0.1:9/mcp"), tmp_path, print)
