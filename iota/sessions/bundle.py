@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import shutil
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -164,6 +165,9 @@ class Session:
         self._lock: locking.HeldLock | None = None
         self._log_fd: int | None = None
         self._closed = False
+        # Records of one turn can come from several threads at once (tool calls run side by
+        # side); one batch at a time keeps the index's offsets in log order.
+        self._writing = threading.Lock()
 
     @classmethod
     def new(cls, bucket: Path, *, provider: str, model: str, **fields: Any) -> Session:
@@ -244,6 +248,10 @@ class Session:
         recounted from the log at every open. A batch that fails part way is cut back off the
         log and raised as `SessionError` naming what was not written.
         """
+        with self._writing:
+            self._append(messages, durable=durable, meta=meta)
+
+    def _append(self, messages: Sequence[Message], *, durable: bool, meta: bool) -> None:
         if self._closed:
             raise SessionError(f"session {self.id} was closed; nothing more can be saved to it")
         if not messages:
