@@ -232,11 +232,14 @@ def request_body(request: Request) -> dict[str, Any]:
 def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     """iota's messages as Chat Completions messages: the system prompt first, tool calls on the
     assistant message, each tool result a `tool` message. System and compaction records are not
-    conversation and are left out (the system prompt comes from the request)."""
+    conversation and are left out (the system prompt comes from the request). The API wants the
+    results right after the call, so a notice recorded between them is sent after the results."""
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    waiting: set[str] = set()       # the last tool calls' ids not yet answered
+    held: list[dict[str, Any]] = []  # what came between those calls and their results
     for message in messages:
         if message.role == USER and message.content:  # notices included: to the model they are user text
-            wire.append({"role": "user", "content": message.content})
+            (held if waiting else wire).append({"role": "user", "content": message.content})
         elif message.role == ASSISTANT and (message.content or message.tool_calls):
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
@@ -244,7 +247,13 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
                     for c in message.tool_calls
                 ]
+            wire.extend(held)
             wire.append(entry)
+            held, waiting = [], {c.id for c in message.tool_calls}
         elif message.role == TOOL:
             wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
-    return wire
+            waiting.discard(message.tool_call_id)
+            if not waiting:
+                wire.extend(held)
+                held = []
+    return wire + held

@@ -27,6 +27,12 @@ preamble, `drop_after=1` after the first piece of text (see `reply` for the othe
 that are not streams. Stop reasons are written in Anthropic's words (end_turn, tool_use,
 max_tokens, refusal) and translated for OpenAI.
 
+It is as strict as the real APIs about the conversation it is sent (`conversation_error`): a
+tool call without its result right after it, a result without its call, empty content, and
+for Anthropic two messages of one role in a row, are answered with HTTP 400 and the real API's
+message, without taking a scripted answer. Such a request is kept in `rejected`, and
+`assert_no_unexpected()` fails the test for it too.
+
 Every request is recorded (path, headers, parsed JSON body), with whether the client went away
 before the server had finished (`disconnected`). The waiting helpers (`wait_for_request`,
 `RecordedRequest.wait_done`) block; from trio, call them through `trio.to_thread.run_sync`.
@@ -149,6 +155,7 @@ class FakeModel:
         self._script: deque[_Stream | _HttpFailure | _Hang] = deque()
         self._requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
+        self.rejected: list[tuple[RecordedRequest, str]] = []  # (request, why): what the real API refuses
         self._closing = threading.Event()
         self._ids = itertools.count(1)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -238,7 +245,9 @@ class FakeModel:
     def assert_no_unexpected(self) -> None:
         with self._lock:
             unexpected = [f"{r.method} {r.path}" for r in self.unexpected]
+            rejected = [why for _, why in self.rejected]
         assert not unexpected, f"the fake model got requests nothing was scripted for: {unexpected}"
+        assert not rejected, f"the fake model got requests the real API would reject: {rejected}"
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -266,14 +275,20 @@ class FakeModel:
         path = handler.path
         dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else None
         record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect)
+        invalid = conversation_error(dialect, body) if dialect else None
         with self._lock:
             self._requests.append(record)
-            scripted = self._script.popleft() if dialect and self._script else None
-            if scripted is None:
+            scripted = self._script.popleft() if dialect and self._script and not invalid else None
+            if invalid:
+                self.rejected.append((record, invalid))
+            elif scripted is None:
                 self.unexpected.append(record)
         handler.close_connection = True
         try:
-            if scripted is None:
+            if invalid:
+                _send_json(handler, 400, *_failure_body(_HttpFailure(400, None, "invalid_request_error", invalid),
+                                                        dialect))
+            elif scripted is None:
                 error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
                 _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})
             elif isinstance(scripted, _HttpFailure):
@@ -331,6 +346,81 @@ def _failure_body(failure: _HttpFailure, dialect: str | None) -> tuple[Any, dict
     if dialect == "anthropic":
         return {"type": "error", "error": {"type": error_type, "message": message}}, headers
     return {"error": {"message": message, "type": error_type, "param": None, "code": None}}, headers
+
+
+# -- what the real APIs refuse ------------------------------------------------------------------
+
+
+def conversation_error(dialect: str | None, body: Any) -> str | None:
+    """The message the real API answers a request with when its conversation is malformed (None
+    when it is fine): the checks both APIs make on tool calls and their results, and on content."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    return _anthropic_error(messages) if dialect == "anthropic" else _openai_error(messages)
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+
+
+def _anthropic_error(messages: list[dict[str, Any]]) -> str | None:
+    for index, message in enumerate(messages):
+        role, blocks = message.get("role"), _blocks(message)
+        final_assistant = role == "assistant" and index == len(messages) - 1
+        if not blocks and not final_assistant:
+            return (f"messages.{index}: all messages must have non-empty content except for the optional final "
+                    "assistant message")
+        if any(block.get("type") == "text" and not block.get("text") for block in blocks):
+            return "messages: text content blocks must be non-empty"
+        if index and messages[index - 1].get("role") == role:
+            return f'messages: roles must alternate between "user" and "assistant", but found multiple "{role}" roles in a row'
+        previous = _blocks(messages[index - 1]) if index and messages[index - 1].get("role") == "assistant" else []
+        called = {block.get("id") for block in previous if block.get("type") == "tool_use"}
+        for position, block in enumerate(blocks):
+            if block.get("type") == "tool_result" and block.get("tool_use_id") not in called:
+                return (f"messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                        f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
+                        "block in the previous message.")
+        calls = [block.get("id") for block in blocks if block.get("type") == "tool_use"]
+        following = _blocks(messages[index + 1]) if index + 1 < len(messages) else []
+        answered = {block.get("tool_use_id") for block in following if block.get("type") == "tool_result"}
+        missing = [call for call in calls if call not in answered]
+        if role == "assistant" and missing and index + 1 < len(messages):
+            return (f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                    f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in "
+                    "the next message.")
+    return None
+
+
+def _openai_error(messages: list[dict[str, Any]]) -> str | None:
+    waiting: list[str] = []   # the tool calls of the last assistant message not yet answered
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if waiting and role != "tool":
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}")
+        if role == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        "with 'tool_calls'.")
+            waiting.remove(message.get("tool_call_id"))
+            continue
+        calls = message.get("tool_calls") or []
+        content = message.get("content")
+        if role in ("user", "system") and content == "":
+            return (f"Invalid 'messages[{index}].content': string too short. Expected a string with minimum length "
+                    "1, but got an empty string instead.")
+        if role == "assistant" and not content and not calls:
+            return f"Invalid value for 'messages[{index}].content': expected a string, got null."
+        waiting = [call.get("id") for call in calls if isinstance(call, dict)]
+    if waiting:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}")
+    return None
 
 
 # A stream is a list of steps: (is_piece, bytes). Pieces are the deltas that faults count.
