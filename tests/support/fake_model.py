@@ -16,7 +16,9 @@ Each request takes the next scripted answer, whichever dialect asked: `POST /v1/
 answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
 A request with nothing scripted (or to another path) gets a 500 that says so, with
 `x-should-retry: false` so no client retries it, and `assert_no_unexpected()` (called by the
-fixture at teardown) fails the test.
+fixture at teardown) fails the test — unless a responder is set (`respond_with`), which answers
+it from what it asks, like a model that always says the same to the same conversation (the soak
+test's model, which cannot know where a kill will land).
 
 A streamed reply is a preamble (message_start + ping / the role chunk), then *pieces* — the text
 split into `pieces` parts, then each tool call's argument JSON split into `fragments` parts —
@@ -149,6 +151,32 @@ class _ServerClosing(Exception):
     pass
 
 
+def _stream(
+    text: str = "",
+    *,
+    tool_calls: list[ScriptedCall] | tuple[ScriptedCall, ...] = (),
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    stop_reason: str | None = None,
+    pieces: int = 3,
+    fragments: int = 4,
+    drip: float = 0.0,
+    gate: Gate | None = None,
+    error_after: int | None = None,
+    error_type: str = "overloaded_error",
+    error_message: str = "Overloaded",
+    drop_after: int | None = None,
+    stall_after: int | None = None,
+    no_stop: bool = False,
+) -> _Stream:
+    """The streamed answer `FakeModel.reply` queues (its options are described there)."""
+    return _Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                   stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
+                   drop_after, stall_after, no_stop)
+
+
 class FakeModel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -157,6 +185,7 @@ class FakeModel:
         self.unexpected: list[RecordedRequest] = []
         self.rejected: list[tuple[RecordedRequest, str]] = []  # (request, why): what the real API refuses
         self._closing = threading.Event()
+        self._responder: Callable[[Any], dict[str, Any]] | None = None
         self._ids = itertools.count(1)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
@@ -168,36 +197,16 @@ class FakeModel:
 
     # --- scripting ------------------------------------------------------------------------
 
-    def reply(
-        self,
-        text: str = "",
-        *,
-        tool_calls: list[ScriptedCall] | tuple[ScriptedCall, ...] = (),
-        input_tokens: int = 10,
-        output_tokens: int = 5,
-        cache_read_tokens: int = 0,
-        cache_write_tokens: int = 0,
-        stop_reason: str | None = None,
-        pieces: int = 3,
-        fragments: int = 4,
-        drip: float = 0.0,
-        gate: Gate | None = None,
-        error_after: int | None = None,
-        error_type: str = "overloaded_error",
-        error_message: str = "Overloaded",
-        drop_after: int | None = None,
-        stall_after: int | None = None,
-        no_stop: bool = False,
-    ) -> None:
-        """Queue a streamed answer. `stop_reason` defaults to tool_use when there are tool calls,
-        else end_turn. Faults: `drip` seconds before each piece; `gate` holds pieces until
-        released; after `error_after` pieces an error event ends the stream; after `drop_after`
-        pieces the connection drops (mid chunked body); after `stall_after` pieces the server
-        goes silent but keeps the connection open; `no_stop` leaves out the end (message_stop /
-        finish_reason, usage and [DONE]) and closes the stream cleanly."""
-        self._push(_Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                           stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
-                           drop_after, stall_after, no_stop))
+    def reply(self, text: str = "", **options: Any) -> None:
+        """Queue a streamed answer. Options (see `_stream`): `tool_calls`, `input_tokens`,
+        `output_tokens`, `cache_read_tokens`, `cache_write_tokens`, `stop_reason` (default
+        tool_use when there are tool calls, else end_turn), `pieces`, `fragments`. Faults: `drip`
+        seconds before each piece; `gate` holds pieces until released; after `error_after`
+        pieces an error event ends the stream; after `drop_after` pieces the connection drops
+        (mid chunked body); after `stall_after` pieces the server goes silent but keeps the
+        connection open; `no_stop` leaves out the end (message_stop / finish_reason, usage and
+        [DONE]) and closes the stream cleanly."""
+        self._push(_stream(text, **options))
 
     def fail(self, status: int, *, retry_after_ms: int | None = 10, error_type: str | None = None,
              message: str | None = None) -> None:
@@ -214,6 +223,11 @@ class FakeModel:
         """Queue an answer that never comes: the server reads the request and then says nothing,
         not even the headers, until the client hangs up."""
         self._push(_Hang())
+
+    def respond_with(self, responder: Callable[[Any], dict[str, Any]] | None) -> None:
+        """Answer each request nothing is scripted for with `reply(**responder(body))`."""
+        with self._lock:
+            self._responder = responder
 
     def _push(self, scripted: _Stream | _HttpFailure | _Hang) -> None:
         with self._lock:
@@ -279,6 +293,10 @@ class FakeModel:
         with self._lock:
             self._requests.append(record)
             scripted = self._script.popleft() if dialect and self._script and not invalid else None
+            responder = self._responder if dialect and not invalid and scripted is None else None
+        if responder is not None:
+            scripted = _stream(**responder(body))
+        with self._lock:
             if invalid:
                 self.rejected.append((record, invalid))
             elif scripted is None:
