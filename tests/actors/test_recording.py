@@ -158,3 +158,67 @@ async def test_on_a_full_disk_the_message_names_what_was_not_written(open_lane, 
                              "messages.jsonl: No space left on device — the conversation goes on")
     assert any("the reply not written to messages.jsonl" in text for text in log_errors)
     assert json.loads((session.dir / "meta.json").read_text())["message_count"] == 2
+
+
+async def test_a_context_too_long_after_tools_ran_compacts_and_goes_on_with_the_same_turn(
+        open_lane, fake_model, session, project):
+    """A bot's way out (lane.recover compacts, then the turn is sent again): the user's message
+    is written once, what the turn did before the compaction stays in it, and the log reloads
+    into the same view."""
+    from actors.compactor import compact_now
+    from iota.sessions.bundle import Session
+    from tests.iota.sessions.test_repair import assert_both_providers_accept
+
+    (project / "a.txt").write_text("alpha\n")
+    fake_model.reply("Hello.")
+    fake_model.reply("Reading.", tool_calls=[tool_call("read_file", {"path": "a.txt"}, id="r1")])
+    fake_model.context_too_long()
+    fake_model.reply("The user said hi; the assistant said hello.")  # the summary
+    fake_model.reply("It says alpha.")
+
+    async def recover(lane):
+        await compact_now(lane)
+
+    async with open_lane(Conversation(session=session), agent="coder") as chat:
+        chat.lane.recover = recover
+        chat.submit("hi")
+        await chat.until(TurnEnded)
+        chat.submit("what is in a.txt?")
+        assert (await chat.until(TurnEnded))[-1] == TurnEnded()
+        live = [(m.role, m.content) for m in chat.conversation.messages]
+    last = [(m["role"], m.get("content")) for m in fake_model.requests[-1].body["messages"] if m["role"] != "system"]
+    assert last[0][0] == "user" and last[0][1].endswith("what is in a.txt?")
+    assert last[0][1].startswith("[Earlier conversation summary]")
+    assert last[1:] == [("assistant", "Reading."), ("tool", "     1\talpha")]
+    saved = all_records(session)
+    assert [r.get("content") for r in saved].count("what is in a.txt?") == 1
+    asked = next(r for r in saved if r.get("content") == "what is in a.txt?")
+    assert [r["role"] for r in saved if r.get("turn") == asked["turn"]] == [
+        "user", "assistant", TOOL_STARTED, "tool", "assistant", TURN_END]  # one turn, around the compaction
+    session.close()
+    with Session.open(session.dir) as reopened:
+        assert [(m.role, m.content) for m in reopened.view.messages if m.role != "system"] == live
+        assert reopened.view.warnings == []
+        assert_both_providers_accept(reopened.view.messages)
+
+
+async def test_save_writes_the_backlog_as_finished_turns(open_lane, fake_model):
+    """A `--no-save` chat's turns never had their `turn_end` written: `/save` writes them without
+    turn ids, so the next open does not take them for turns cut short."""
+    from iota.sessions.bundle import Session
+
+    fake_model.reply("first answer")
+    async with open_lane() as chat:
+        chat.submit("first")
+        await chat.until(TurnEnded)
+        chat.command("save")
+        with trio.fail_after(BOUND):
+            await chat.lane.wait_idle()
+            while chat.conversation.session is None:
+                await trio.sleep(0.01)
+        session = chat.conversation.session
+        session.close()
+    assert [r for r in all_records(session) if "turn" in r] == []
+    with Session.open(session.dir) as reopened:
+        assert reopened.view.warnings == [] and reopened.view.closing == []
+        assert [m.content for m in reopened.view.messages] == ["first", "first answer"]
