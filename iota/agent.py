@@ -128,21 +128,23 @@ class Turn:
         marked interrupted. (A cancellation lands either in the stream or in the tool calls,
         never both, so the order of the two does not matter.) Returns the records it added."""
         self.interrupted = True
+        return self._close()
+
+    def fail(self, error: str) -> list[Message]:
+        """Close the turn after the provider gave up: what it finished stays (the partial reply
+        marked interrupted), and a notice records the failure. Returns the records it added."""
+        closing = self._close()
+        failure = Message(USER, content=FAILED_NOTICE.format(error=error), notice=True, turn=self.id)
+        self.messages.append(failure)
+        return [*closing, failure]
+
+    def _close(self) -> list[Message]:
         closing = repair_tail(self.messages, turn=self.id)
         if self.partial:
             closing.append(Message(ASSISTANT, content=self.partial, interrupted=True, turn=self.id))
             self.partial = ""
         self.messages.extend(closing)
         return closing
-
-    def fail(self, error: str) -> list[Message]:
-        """Close the turn after the provider gave up: what it finished stays (the partial reply
-        marked interrupted), and a notice records the failure. Returns the records it added."""
-        closing = self.interrupt()
-        self.interrupted = False
-        failure = Message(USER, content=FAILED_NOTICE.format(error=error), notice=True, turn=self.id)
-        self.messages.append(failure)
-        return [*closing, failure]
 
     @property
     def reply(self) -> str:
