@@ -24,7 +24,8 @@ from iota.providers.base import Request
 from iota.sessions.bundle import Session, new_turn_id
 from iota.sessions.repair import CRASH_NOT_STARTED_RESULT, CRASH_STARTED_RESULT, INTERRUPTED_RESULT, LOST_RESULT
 from iota.tools.base import Tool, ToolResult, Toolbox
-from tests.support.fake_model import Gate, conversation_error, fake_model, tool_call  # noqa: F401  (the fixture)
+from tests.support.api_rules import conversation_error
+from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
 
 BOUND = 10
 
