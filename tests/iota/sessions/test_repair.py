@@ -288,3 +288,22 @@ async def test_a_lost_or_truncated_meta_json_is_rebuilt_from_the_log(real_log, d
     assert meta["id"] == real_log.name
     assert meta["message_count"] == sum(r["role"] in (USER, ASSISTANT, TOOL) for r in records(real_log))
     assert [m.content for m in session.view.messages][-1] == "Both noted."
+
+
+def test_a_bots_session_whose_meta_json_was_lost_still_opens_and_a_missing_bundle_still_says_how_to_recover():
+    from iota.bots.bot import BotError
+    from tests.iota.bots.test_bot import start
+
+    with start() as first:
+        first.session.append([Message(USER, "remember me")])
+        bundle = first.session.dir
+    (bundle / "meta.json").unlink()
+    with start() as again:
+        assert again.session.id == first.session.id
+        assert [m.content for m in again.session.view.messages] == ["remember me"]
+        assert again.session.view.warnings[0].startswith("meta.json was missing; it was rebuilt")
+    for path in sorted(bundle.iterdir()):
+        path.unlink()
+    bundle.rmdir()
+    with pytest.raises(BotError, match=f"^bot coder's session {first.session.id} is missing: restore"):
+        start()
