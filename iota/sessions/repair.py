@@ -105,6 +105,8 @@ def close_turn(turn_messages: Sequence[Message], partial: str, started: set[str]
                     + (f" ({ran} had started and may have run)" if ran else ""))
     if not any(m.role == ASSISTANT for m in turn_messages) and not partial:
         done.append("no reply had arrived")
+    if not done:
+        done.append("everything it did was already on disk")
     text = "iota stopped during the last turn (killed or crashed); it was closed when the session was opened again: "
     closing.append(Message(USER, content=text + "; ".join(done), notice=True, turn=turn))
     closing.append(Message(TURN_END, turn=turn))

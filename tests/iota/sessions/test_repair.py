@@ -307,3 +307,11 @@ def test_a_bots_session_whose_meta_json_was_lost_still_opens_and_a_missing_bundl
     bundle.rmdir()
     with pytest.raises(BotError, match=f"^bot coder's session {first.session.id} is missing: restore"):
         start()
+
+
+async def test_a_turn_killed_just_before_its_end_mark_is_closed_with_nothing_to_add(real_log):
+    cut_after(real_log, role(ASSISTANT, content="Both noted."))
+    session = opened(real_log)
+    assert session.view.messages[-1].content.endswith(": everything it did was already on disk")
+    assert [m.content for m in session.view.messages if m.role == TOOL] == ["noted a", "noted b"]
+    assert_both_providers_accept(session.view.messages)
