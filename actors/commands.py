@@ -22,7 +22,7 @@ from iota import __version__
 from iota.bots import bot as bots
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
-from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
+from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
