@@ -222,3 +222,15 @@ async def test_save_writes_the_backlog_as_finished_turns(open_lane, fake_model):
     with Session.open(session.dir) as reopened:
         assert reopened.view.warnings == [] and reopened.view.closing == []
         assert [m.content for m in reopened.view.messages] == ["first", "first answer"]
+
+
+async def test_a_stream_cut_mid_reply_keeps_the_message_and_the_partial_reply(open_lane, fake_model, session):
+    fake_model.reply("The answer is forty", pieces=2, drop_after=1)
+    async with open_lane(Conversation(session=session)) as chat:
+        chat.submit("what is the answer?")
+        events = await chat.until(TurnEnded)
+    assert events[-1] == TurnEnded(failed=True)
+    saved = records(session)
+    assert [(r["role"], r.get("content"), r.get("interrupted", False)) for r in saved[:2]] == [
+        ("user", "what is the answer?", False), ("assistant", "The answer", True)]
+    assert saved[2]["notice"] and saved[2]["content"].startswith("The previous turn ended early with an error")
