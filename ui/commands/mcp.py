@@ -26,7 +26,7 @@ from iota.errors import EXIT_OK, ConfigError
 
 
 def add_mcp_parser(commands: argparse._SubParsersAction) -> None:
-    mcp = commands.add_parser("mcp", help="add, list, show or remove MCP servers")
+    mcp = commands.add_parser("mcp", help="add, list, show or remove MCP servers; log in to one with OAuth")
     actions = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{add,list,get,remove,login,logout}")
     add = actions.add_parser("add", help="add a server: NAME -- COMMAND… or NAME --url URL",
                              usage="iota mcp add NAME -- COMMAND [ARG…] | iota mcp add NAME --url URL")
