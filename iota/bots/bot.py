@@ -5,6 +5,7 @@ A bot is an agent with `mode: bot`, named by its entry. Everything it owns lives
     ~/.iota/bots/<name>/
         bot.json         the pointer: {"session":"<id>"}, written atomically once the bundle exists
         MEMORY.md        the memory (see iota.memory.file), and MEMORY.md.prev, the one before
+        memory/          the memory's other files: SOUL.md, USER.md, BRIEF.md, … (see iota.memory.layers)
         lock             held by the one process running the bot; holds its pid
 
 Its conversation is an ordinary flat bundle, `~/.iota/sessions/<id>/`, so it shows up in
@@ -42,11 +43,13 @@ from types import TracebackType
 from typing import Any
 
 from iota.sessions import locking
-from iota.config.settings import AgentConfig, ResolvedModel
+from iota.config import inheritance
+from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.text import format_size
 from iota.errors import BotError
 from iota.memory.document import go_quote
 from iota.memory.file import ensure_memory
+from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
 from iota.sessions.bundle import META_NAME, Session, _parse_stamp, write_atomically
@@ -192,6 +195,16 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
     except BaseException:
         lock.release()
         raise
+
+
+def bot_memory(start: BotStart, config: Config, project_root: Path) -> BotMemory:
+    """The started bot's memory in all its layers, for a chat in `project_root`: its own files,
+    those of every bot its `inherit:` reaches (their names checked as its own was: each becomes a
+    directory under ~/.iota/bots), and global memory."""
+    inherits = inheritance.inherited_bots(config.agents, start.name)
+    for name in inherits:
+        _check_name(name)
+    return BotMemory(start.name, start.dir, project_root=project_root, inherits=inherits)
 
 
 def _lock_refusal(name: str, pid: int | None) -> str:
