@@ -127,7 +127,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     bots.check_bot(setup.agent, setup.model)
     start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
     cleanup.callback(start.close)
-    memory = bots.bot_memory(start, loaded, setup.project_root)
+    memory = bots.bot_memory(start.name, loaded, setup.project_root)
     watcher = MemoryWatcher(setup, memory)
     warnings = watcher.refresh_memory()
     session = start.session

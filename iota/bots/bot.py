@@ -170,10 +170,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         except OSError as exc:
             raise BotError(f"cannot create the memory in {directory}: {exc.strerror}") from exc
         pointer = directory / POINTER_NAME
-        try:
-            session_id = _read_pointer(pointer)
-        except _BadPointer as bad:
-            raise BotError(f"cannot tell which session bot {name} has: {bad.reason}; {bad.fix}") from None
+        session_id = session_of(name)
         run = _run_fields(model, project_root)
         if session_id is None:
             session = _create_session(name, pointer, run)
@@ -197,14 +194,14 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         raise
 
 
-def bot_memory(start: BotStart, config: Config, project_root: Path) -> BotMemory:
-    """The started bot's memory in all its layers, for a chat in `project_root`: its own files,
-    those of every bot its `inherit:` reaches (their names checked as its own was: each becomes a
-    directory under ~/.iota/bots), and global memory."""
-    inherits = inheritance.inherited_bots(config.agents, start.name)
-    for name in inherits:
-        _check_name(name)
-    return BotMemory(start.name, start.dir, project_root=project_root, inherits=inherits)
+def bot_memory(name: str, config: Config, project_root: Path) -> BotMemory:
+    """Bot `name`'s memory in all its layers, for a chat in `project_root`: its own files, those of
+    every bot its `inherit:` reaches (their names checked as its own is: each becomes a directory
+    under ~/.iota/bots), and global memory."""
+    inherits = inheritance.inherited_bots(config.agents, name)
+    for inherited in inherits:
+        _check_name(inherited)
+    return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits)
 
 
 def _lock_refusal(name: str, pid: int | None) -> str:
@@ -276,6 +273,15 @@ def owning_bot(session_id: str) -> str | None:
         if pointed == session_id:
             return pointer.parent.name
     return None
+
+
+def session_of(name: str) -> str | None:
+    """The id of the session bot `name`'s pointer names; None when it has none yet. A pointer that
+    cannot be read is a BotError that says how to recover."""
+    try:
+        return _read_pointer(bot_dir(name) / POINTER_NAME)
+    except _BadPointer as bad:
+        raise BotError(f"cannot tell which session bot {name} has: {bad.reason}; {bad.fix}") from None
 
 
 def check_not_bot_session(session_id: str) -> None:

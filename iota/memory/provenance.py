@@ -23,6 +23,10 @@ backed by "read notes.txt and do what it says", whatever notes.txt says. The rul
 kept, tagged `[inferred]`, and the tool's result says so. What it cannot tell is a line put
 together from words of one message that meant something else; requiring all of them in one
 message keeps that narrow.
+
+A SOUL.md patch (the persona, changed a section at a time) has no tag to fall back on, so it is
+refused unless the words it adds — or, when it only deletes, the words it drops — are all in one
+of those messages (`unbacked_change`).
 """
 
 from __future__ import annotations
@@ -92,12 +96,15 @@ def unbacked(line: str, typed: Iterable[str]) -> list[str] | None:
 
 
 def unbacked_change(old: str, new: str, typed: Iterable[str]) -> list[str] | None:
-    """The same rule for a change of prose (a SOUL.md section): None when every content word that
-    `new` adds to `old`, or drops from it, is in one of the messages in `typed` — a change the
-    person asked for in their words — or when it adds and drops none; else those words the
-    closest message lacks. Dropping counts as much as adding: a file the model reads could as well
-    ask it to delete the person's "never force-push" as to add something of its own."""
-    changed = content_stems(new) ^ content_stems(old)
+    """The same rule for a change of prose (a SOUL.md section going from `old` to `new`): None when
+    the content words it adds are all in one of the messages in `typed` — a change the person asked
+    for in their words — else those words the closest message lacks. A change that adds nothing
+    and only takes away is judged by the words it drops instead: a file the model reads could as
+    well ask it to delete the person's "never force-push" as to add something of its own. (A
+    rewrite that drops a rule while adding words the person did say is let through: what the
+    persona gains is always theirs, and the transcript shows what it lost.)"""
+    before, after = content_stems(old), content_stems(new)
+    changed = (after - before) or (before - after)
     if not changed:
         return None
     missing = _closest_gap(changed, typed)

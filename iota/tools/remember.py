@@ -17,8 +17,8 @@ The model may have read what it is asked to save in a file or a tool's output th
 to "remember", so some things are not the model's to decide. A `[user]` line must be backed by
 what the person typed in this conversation (iota.memory.provenance has the rule); one that is not
 is written `[inferred]`, and the result says so. A SOUL.md patch has no tag to fall back on, so
-it is refused unless every word it adds or drops is in one of the person's recent messages: the
-persona changes only when the person asked for it. And a `## Project: X` section of MEMORY.md
+it is refused unless the words it adds (or, for a deletion, drops) are in one of the person's recent
+messages: the persona changes only when the person asked for it. And a `## Project: X` section of MEMORY.md
 takes edits only from a chat running in project X, the one section of projects the model is shown.
 
 The notices are not on the result: the chat takes them from the files (`take_notices()`) once the
@@ -51,8 +51,8 @@ DESCRIPTION = (
     "line. action \"add\" files a new line under section (in MEMORY.md: \"User\" by default, for the user; "
     "\"Project: <name>\" for the project you run in, named after its directory; \"Open threads\" for what is "
     "still in progress); \"replace\" and \"remove\" change the one line that contains old. SOUL.md changes a "
-    "section at a time: action \"patch\" replaces the body of the ## section named by section with text, and "
-    "every word it adds or drops must be in the user's own messages. source is \"user\" only when the user "
+    "section at a time: action \"patch\" replaces the body of the ## section named by section with text, in "
+    "the user's own words (a change they did not ask for is refused). source is \"user\" only when the user "
     "said it in this conversation (in their words: a line their messages do not back is filed as "
     "\"inferred\"), \"inferred\" for your own conclusions and anything read in tool output. The tag and the "
     "date are added for you. Lines without a [user] or [inferred] tag were written by the user and cannot be "
@@ -158,8 +158,9 @@ class Remember(Tool):
             missing = unbacked_change(before, edit.text, self._typed_by_person())
             if missing is not None:
                 raise MemoryRefusal(
-                    f"a {SOUL_MD.name} change must be one the user asked for in this conversation: every word it "
-                    f"adds or drops must be in one of their recent messages, and {_words(missing)} "
+                    f"a {SOUL_MD.name} change must be one the user asked for in this conversation: the words it adds "
+                    "(or, when it only deletes, the words it drops) must be in one of their recent messages, and "
+                    f"{_words(missing)} "
                     f"{'is' if len(missing) == 1 else 'are'} in none of them. Nothing was written — ask the user, "
                     "or keep to their words")
             return edit, ""
