@@ -100,7 +100,7 @@ def render_show(loaded, name: str, cwd: Path) -> str:
         rows.append(("problem", bot.problem))
     lines = [f"Bot {name}", *(f"  {label.ljust(9)}  {value}" for label, value in rows)]
     project = paths.project_root(cwd)
-    memory = bot_memory(name, loaded if bot.configured else type(loaded)(), project)
+    memory = bot_memory(name, loaded, project)
     warnings = memory.refresh()
     lines.append(f"Memory in {project}:")
     lines += [f"  {line}" for line in describe(memory).splitlines()]
