@@ -159,7 +159,7 @@ class ChatApp:
                 except OSError as error:
                     outcome = error.strerror or str(error)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             event.reply.send_nowait(outcome)
 

@@ -81,3 +81,18 @@ def test_a_project_file_cannot_read_your_bots_memory_until_trusted(fake_home, pr
     assert "spy" not in config.agents and "helper" in config.agents
     assert [finding.describe() for finding in config.project_review.findings] == [
         "agents.spy: inherit reads the memory of bot main"]
+
+
+def test_an_inherited_name_that_cannot_be_a_directory_is_refused_at_start(fake_home, project):
+    """A name is checked before it becomes a path under ~/.iota/bots: `../notes` would read
+    ~/.iota/notes/ into the prompt."""
+    from iota.bots.bot import bot_memory
+    from iota.errors import BotError
+    from iota.paths import app_home
+
+    (app_home() / "notes").mkdir(parents=True)
+    (app_home() / "notes" / "MEMORY.md").write_text("not a bot's memory\n")
+    config = load(fake_home, project, '  "../notes": {mode: bot, model: m}\n'
+                                      '  coder: {mode: bot, model: m, inherit: ["../notes"]}\n')
+    with pytest.raises(BotError, match='^bot name "../notes" must be letters, digits'):
+        bot_memory("coder", config, project)
