@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime
 import os
 import shlex
+import signal
 
 import trio
 
@@ -118,6 +119,8 @@ class MemoryWatcher:
         outcome = await reply_receive.receive()
         if isinstance(outcome, str):
             lane.notice(f"cannot start the editor ({shlex.join(command[:-1])}): {outcome}; set $EDITOR", warning=True)
+        elif outcome < 0:   # ended by a signal: Ctrl+C in an editor that does not catch it
+            lane.notice(f"the editor was stopped by {signal.Signals(-outcome).name}", warning=True)
         elif outcome != 0:
             lane.notice(f"the editor exited with status {outcome}", warning=True)
 

@@ -67,6 +67,24 @@ def test_memory_lists_the_files_and_opens_one_in_the_editor(iota, terminal, tmp_
     assert screen.wait_for_exit() == 0
 
 
+def test_ctrl_c_in_the_editor_is_the_editors_not_the_chats(iota, terminal, tmp_path):
+    editor = tmp_path / "editor.sh"
+    editor.write_text(EDITOR)
+    editor.chmod(0o755)
+    iota.model.reply("Still here.")
+    screen = start_bot(iota, terminal, EDITOR=str(editor), VISUAL="")
+    screen.type("/memory")
+    screen.send_keys("Enter")
+    screen.wait_for("Open a memory file in $EDITOR?")
+    screen.send_keys("2")
+    screen.wait_for("EDITOR OPEN")
+    screen.send_keys("C-c")          # the terminal's interrupt goes to its whole foreground group
+    screen.wait_for("the editor was stopped by SIGINT")
+    screen.type("hi")
+    screen.send_keys("Enter")
+    screen.wait_for("Still here.")
+
+
 def test_an_editor_that_cannot_start_is_a_warning_and_the_chat_goes_on(iota, terminal):
     iota.model.reply("Still here.")
     screen = start_bot(iota, terminal, EDITOR="/nonexistent/editor --wait", VISUAL="")
