@@ -45,7 +45,6 @@ MEMORY_SOFT_CAP = 6 * 1024     # past this a write succeeds and asks for consoli
 MEMORY_LINE_CAP = 500          # one entry, its `- `, tag and date included
 
 USER = "User"
-OPEN_THREADS = "Open threads"
 SOURCES = ("user", "inferred")
 
 USER_LINE_REFUSAL = "that line was written by the user; ask them to change it"
