@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from iota import paths
-from iota.config import trust
+from iota.config import inheritance, trust
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
@@ -192,6 +192,7 @@ class AgentConfig:
     no_save: bool = False
     notify: bool = True
     description: str | None = None
+    inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
@@ -205,7 +206,8 @@ class AgentConfig:
         servers = None if raw.get("mcp_servers") is None else tuple(_texts(raw, "mcp_servers"))
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
-                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"), **_layered(raw))
+                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
+                   tuple(_texts(raw, "inherit")), **_layered(raw))
 
 
 @dataclass(frozen=True)
@@ -455,6 +457,10 @@ def _check_references(config: Config) -> None:
             if server not in config.mcp_servers:
                 raise fail(source, f"agents.{name}.mcp_servers",
                            f'unknown MCP server "{server}" (configured: {_names(config.mcp_servers)})')
+        problem = inheritance.problem(config.agents, name)
+        if problem:
+            raise fail(source, f"agents.{name}.inherit", problem)
+
 
 
 def _is_direct_model(config: Config, reference: str) -> bool:
