@@ -15,9 +15,11 @@ place; code that changes one makes a new one (`dataclasses.replace`), as compact
 log's repairs do. (A field-by-field check would catch in-place edits too, but it costs as much
 as the conversion it saves.)
 
-A wire message is only kept once it is closed: Anthropic merges neighbouring messages of one
-role, so the last wire message may still grow with the next request's messages; it is built
-again each time, from the messages it was made of.
+A wire message is only kept once it is closed: Anthropic and Gemini merge neighbouring messages
+of one role, so the last wire message may still grow with the next request's messages; it is
+built again each time, from the messages it was made of. A dialect may also make several wire
+items of one message (the Responses API: the text, then each tool call); the items of the last
+message are built again each time too.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from typing import Any, Callable
 from iota.messages import Message
 from iota.sessions.log import json_bytes
 
-# A dialect's conversion: the wire messages of `messages`, each with the index of the message it
-# starts at.
+# A dialect's conversion: the wire messages (or items) of `messages`, in order, each with the index
+# of the message it starts at.
 Convert = Callable[[list[Message]], list[tuple[int, dict[str, Any]]]]
 
 
@@ -50,10 +52,12 @@ class WireHistory:
             kept, self._messages, self._closed = 0, [], []
         fresh = self._convert(messages[kept:])
         encoded = [dump(wire) for _, wire in fresh]
-        if len(fresh) > 1:  # all but the last are closed: only the last can grow
-            self._closed += encoded[:-1]
-            self._messages = messages[: kept + fresh[-1][0]]
-        return [*self._closed, *encoded[-1:]]
+        # Only what the last message starts can still change; everything before it is closed.
+        last = fresh[-1][0] if fresh else 0
+        closing = sum(1 for start, _ in fresh if start < last)
+        self._closed += encoded[:closing]
+        self._messages = messages[: kept + last]
+        return [*self._closed, *encoded[closing:]]
 
 
 def json_object(fields: dict[str, Any], key: str, items: list[bytes]) -> bytes:
