@@ -40,7 +40,7 @@ import httpx
 
 from iota.errors import ProviderError, ProviderRejected
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._http import HttpProvider, ServerSentEvents
+from iota.providers._http import HttpProvider, ServerSentEvents, response_body
 from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
@@ -90,8 +90,10 @@ class GeminiProvider(HttpProvider):
     def rejected(self, response: httpx.Response) -> ProviderError:
         # Gemini refuses a bad key with a 400 (INVALID_ARGUMENT, reason API_KEY_INVALID), not a 401.
         failure = super().rejected(response)
-        if response.status_code == 400 and "API_KEY_INVALID" in response.text:
-            return ProviderRejected(f"{failure} ({self.credentials_hint()})", 400)
+        error = body.get("error") if isinstance(body := response_body(response), dict) else None
+        details = error.get("details") if isinstance(error, dict) else None
+        if isinstance(details, list) and any(isinstance(d, dict) and d.get("reason") == "API_KEY_INVALID" for d in details):
+            return ProviderRejected(f"{failure} ({self.credentials_hint()})", response.status_code)
         return failure
 
     async def read(self, response: httpx.Response, deliver: OnText) -> Reply:

@@ -10,7 +10,7 @@ count):
                function_call's function_call_arguments.delta fragments), the matching .done
                events and output_item.done; the end is response.completed with the usage
                (response.incomplete for max_tokens and refusal); a failure is an `error` event.
-    Gemini     POST /v1beta/models/{model}:streamGenerateContent?alt=sse: unnamed `data:` chunks,
+    Gemini     POST /v1beta/models/{model}:streamGenerateContent?alt=sse (or tunedModels/…): unnamed `data:` chunks,
                each a GenerateContentResponse — the text in pieces, each function call whole in
                one chunk (the first signed with a `thoughtSignature`, as thinking models sign
                them), and a last chunk with the finishReason and the full usageMetadata; a
@@ -45,7 +45,7 @@ def dialect(path: str) -> str | None:
     path = urlsplit(path).path
     if path.endswith("/responses"):
         return "openresponses"
-    return "gemini" if path.endswith(":streamGenerateContent") and "/models/" in path else None
+    return "gemini" if path.endswith(":streamGenerateContent") else None
 
 
 def gemini_failure(status: int, retry_after_ms: int | None, error_type: str | None, message: str | None,
@@ -53,8 +53,11 @@ def gemini_failure(status: int, retry_after_ms: int | None, error_type: str | No
     headers = {} if retry_after_ms is None else {"retry-after-ms": str(retry_after_ms)}
     if context_too_long:
         message = "The input token count (1250000) exceeds the maximum number of tokens allowed (1048576)."
-    error = {"code": status, "message": message or f"fake model: scripted HTTP {status}",
-             "status": error_type or _GOOGLE_STATUS.get(status, "UNKNOWN")}
+    error: dict[str, Any] = {"code": status, "message": message or f"fake model: scripted HTTP {status}",
+                             "status": error_type or _GOOGLE_STATUS.get(status, "UNKNOWN")}
+    if error["message"].startswith("API key not valid"):  # Gemini's answer to a bad key: a 400 that says why
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+                             "domain": "googleapis.com"}]
     return {"error": error}, headers
 
 
