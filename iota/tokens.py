@@ -2,8 +2,8 @@
 
 iota counts with o200k_base, the encoding of OpenAI's current models (GPT-4o, GPT-4.1, GPT-5,
 the o-series), as the Rust iota does. For those models the count is the provider's own; for
-Claude and Gemini, whose tokenizers are not public, it is the closest count available offline,
-and the meter replaces it with the provider's figure after every response anyway.
+Claude and Gemini it is an estimate (their tokenizers do not ship with any package), which the
+meter replaces with the provider's own figure after every response.
 
 The encoding comes from toktok-rs, which compiles it into its extension module: nothing is
 downloaded, ever (tiktoken itself fetches its encodings from the network on first use). Its
