@@ -40,8 +40,8 @@ import httpx
 
 from iota.errors import ProviderError, ProviderRejected
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._http import HttpProvider, ServerSentEvents, response_body
-from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
+from iota.providers._http import HttpProvider, read_events, response_body
+from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
 
@@ -90,22 +90,13 @@ class GeminiProvider(HttpProvider):
     def rejected(self, response: httpx.Response) -> ProviderError:
         # Gemini refuses a bad key with a 400 (INVALID_ARGUMENT, reason API_KEY_INVALID), not a 401.
         failure = super().rejected(response)
-        error = body.get("error") if isinstance(body := response_body(response), dict) else None
-        details = error.get("details") if isinstance(error, dict) else None
-        if isinstance(details, list) and any(isinstance(d, dict) and d.get("reason") == "API_KEY_INVALID" for d in details):
+        if "API_KEY_INVALID" in _error_reasons(response_body(response)):
             return ProviderRejected(f"{failure} ({self.credentials_hint()})", response.status_code)
         return failure
 
     async def read(self, response: httpx.Response, deliver: OnText) -> Reply:
         reading = _Reading(self.name, deliver)
-        events = ServerSentEvents()
-        try:
-            async for line in response.aiter_lines():
-                event = events.feed(line)
-                if event is not None:
-                    reading.take(event[1])
-        except httpx.TransportError as err:
-            raise body_failure(self.name, err) from err
+        await read_events(self.name, response, lambda name, data: reading.take(data))  # the data says what it is
         reply = reading.reply()
         self._keep_signatures(reading.signatures)
         return reply
@@ -114,6 +105,13 @@ class GeminiProvider(HttpProvider):
         self._signatures.update(signatures)
         for call_id in list(itertools.islice(self._signatures, max(0, len(self._signatures) - KEPT_SIGNATURES))):
             del self._signatures[call_id]
+
+
+def _error_reasons(body: object) -> list[str]:
+    """The `reason`s of a Google error's details (`{"error": {…, "details": [{"reason": …}]}}`)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    return [str(d.get("reason")) for d in details if isinstance(d, dict)] if isinstance(details, list) else []
 
 
 class _Reading:
