@@ -22,11 +22,11 @@ from iota import __version__
 from iota.bots import bot as bots
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
-from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
+from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
-from iota.sessions.bundle import Session, delete_session, list_sessions, repair_tail, session_label
+from iota.sessions.bundle import Session, delete_session, list_sessions, session_label
 
 
 async def show_status(lane: Lane, argument: str) -> None:
@@ -85,7 +85,8 @@ async def save(lane: Lane, title: str) -> None:
 
 
 async def export(lane: Lane, argument: str) -> None:
-    """The whole log (every record, compaction markers skipped) as HTML, or Markdown for `.md`.
+    """The whole log (every message record; compaction markers and the turn bookkeeping skipped)
+    as HTML, or Markdown for `.md`.
     Never overwrites a file."""
     session = lane.conversation.session
     messages = _full_log(session) if session is not None and session.on_disk else lane.conversation.messages
@@ -168,18 +169,17 @@ def _announce_model(lane: Lane) -> None:
 
 
 def resume_opening(session: Session, conversation: Conversation) -> list:
-    """What a resumed chat shows first: the repair of an interrupted tail, the last rounds, and
-    `Resumed session <id> (<n> messages)`."""
-    repaired = repair_tail(conversation.messages)
-    if repaired:
-        conversation.keep(repaired)
+    """What a resumed chat shows first: the last rounds, with their notices (a turn closed after
+    a crash or a failure says so), and `Resumed session <id> (<n> messages)`. A last round that
+    got no reply ends as failed, so the composer offers its message again (Up)."""
     events: list = []
     messages = conversation.messages
     starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
     for index in starts[-ECHOED_ROUNDS:]:
         events.append(UserEcho(messages[index].content))
         end = next((i for i in starts if i > index), len(messages))
-        for message in messages[index + 1:end]:
+        round_ = messages[index + 1:end]
+        for message in round_:
             if message.role == ASSISTANT and message.content:
                 events.append(TextDelta(message.content))
             if message.role == TOOL:  # a tool line between two replies keeps them apart
@@ -187,11 +187,12 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
                 events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
                 events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
                                         message.is_error))
-        events.append(TurnEnded(interrupted=any(m.interrupted for m in messages[index + 1:end])))
+            if message.role == USER and message.notice:
+                events.append(Notice(message.content))
+        replied = any(m.role == ASSISTANT and m.content and not m.interrupted for m in round_)
+        events.append(TurnEnded(interrupted=any(m.interrupted for m in round_),
+                                failed=index == starts[-1] and not replied))
     events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
-    if repaired:
-        events.append(Notice(f"{len(repaired)} tool call(s) left unanswered by the last run were answered as "
-                             "interrupted"))
     return events
 
 
@@ -230,6 +231,8 @@ async def sessions(lane: Lane, argument: str) -> None:
     lane.switch_session(opened)
     if current is not None:
         current.close()
+    for warning in opened.view.warnings:  # what opening it repaired
+        lane.notice(warning, warning=True)
     for event in resume_opening(opened, lane.conversation):
         lane.emit(event)
 
@@ -242,7 +245,7 @@ def _full_log(session: Session) -> list[Message]:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(record, dict) and record.get("role") not in (COMPACTION, None):
+            if isinstance(record, dict) and record.get("role") in (SYSTEM, USER, ASSISTANT, TOOL):
                 messages.append(Message.from_record(record))
     return messages
 

@@ -5,18 +5,24 @@ lane, run one at a time in arrival order, so nothing races: what the person type
 reply streams waits in the inbox, and the status row shows how many are queued. A job that must
 jump the queue (the compactor's "flush, then compact") is put at the head.
 
-Ctrl+C cancels the running job's CancelScope, whatever the job is. A cancelled turn keeps what
-it finished: its partial reply marked interrupted, its unanswered tool calls answered as
-interrupted, all saved as one batch. Esc reaches only the innermost scope (the stream or the
-running shell call). A turn that fails (the provider gave up) is not saved and leaves the
-conversation as it was.
+A turn is saved as it happens: the user's message is on disk (fsynced) before the request is
+sent, and each reply, tool call and result, and the streamed text about once a second, as each
+comes (see iota.agent); a `turn_end` record closes it. Ctrl+C cancels the running job's
+CancelScope, whatever the job is. A cancelled turn keeps what it finished: its partial reply
+marked interrupted, its unanswered tool calls answered as interrupted. Esc reaches only the
+innermost scope (the stream or the running shell call). A turn that fails (the provider gave
+up) keeps what it did too, and a notice of the failure, so the next request tells the model;
+the person's message stays on screen, in the log and in the composer's history. A write that
+fails (a full disk) is shown, naming what was not written, and the conversation goes on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Awaitable, Callable
 
 import trio
@@ -31,9 +37,9 @@ from iota.chat import ChatSetup
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
-from iota.messages import USER, Message, ToolCall
+from iota.messages import TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
-from iota.sessions.bundle import Session
+from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
 # ---- jobs ------------------------------------------------------------------------------------
@@ -108,6 +114,7 @@ class Lane:
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
         self._failed = False  # the running job failed: the host shows the error state after it
+        self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""
@@ -206,39 +213,55 @@ class Lane:
             await self.keep([user])
             self.emit(TurnEnded(interrupted=True))
             return
-        try:
-            turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
-        except ContextTooLong:
-            # A bot compacts and sends again: a long context is never a dead end.
-            await self.recover(self)
-            turn = await self.run_model_turn(user, self.toolbox)
-        if turn is None:
-            return
-        for after in self.after_turn:
+        turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        for after in self.after_turn:  # a failed turn's memory writes are recorded too
             await after(self)
-        self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
+        if turn is not None:
+            self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
         """Send the conversation and `opening` (the user's message, or a notice such as the memory
-        flush's), run the agent loop with `toolbox`, and keep what the turn finished — all of it,
-        or up to where Ctrl+C stopped it. A turn that fails keeps nothing and returns None
-        (`recoverable`: a context-too-long failure is raised for the caller to mend)."""
+        flush's), run the agent loop with `toolbox`, and keep what the turn does as it does it —
+        all of it, or up to where Ctrl+C stopped it. A turn that fails keeps what it did, with a
+        notice of the failure, and returns None. `recoverable`: a context-too-long failure is
+        mended by `self.recover` (a bot compacts) and the turn goes on from where it was."""
         self.set_running("Waiting for the model")
-        turn = self._turn = Turn()
-        try:
-            request = self.setup.request(self.conversation.messages + [opening], toolbox)
-            # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
-            with self.interruptible() as scope:
-                await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self))
-            if scope.cancelled_caught:
-                turn.interrupt()
-        except IotaError as error:
-            if recoverable and isinstance(error, ContextTooLong):
-                raise
-            return self._failed_turn(error)
-        finally:
-            self._turn = None
-        await self.keep([opening, *turn.messages])
+        turn = Turn(id=new_turn_id())
+        opening = dataclasses.replace(opening, turn=turn.id)
+        await self.record([opening])  # on disk before the request is sent
+        self._join([opening])
+        failure: IotaError | None = None
+        while True:
+            self._turn = turn
+            try:
+                request = self.setup.request(self.conversation.messages, toolbox)
+                # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
+                with self.interruptible() as scope:
+                    await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self),
+                                   recorder=self)
+                if scope.cancelled_caught:
+                    await self.record(turn.interrupt())
+            except ContextTooLong as error:
+                if recoverable and self.recover is not None:
+                    # A bot compacts and sends again: a long context is never a dead end. What the
+                    # turn did so far joins the view the compaction summarises.
+                    recoverable = False
+                    self._join(turn.messages)
+                    turn = Turn(id=turn.id)
+                    await self.recover(self)
+                    continue
+                failure = error
+            except IotaError as error:
+                failure = error
+            finally:
+                self._turn = None
+            break
+        if failure is not None:
+            await self.record(turn.fail(str(failure)))
+        self._join(turn.messages)
+        await self.record([Message(TURN_END, turn=turn.id)], meta=True)
+        if failure is not None:
+            return self._failed_turn(failure)
         self.emit(TurnEnded(interrupted=turn.interrupted))
         return turn
 
@@ -249,14 +272,29 @@ class Lane:
         self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
         return None
 
-    async def keep(self, records: list[Message]) -> None:
-        """Save records to the conversation, shielded: a write that must not be torn."""
+    async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
+        """Write records to the session as they happen (the agent loop's `TurnRecorder`), shielded:
+        a write that must not be torn. A failed write is shown, naming what was not written."""
+        if not records or not self.conversation.saving:
+            return
         with trio.CancelScope(shield=True):
             try:
-                await trio.to_thread.run_sync(self.conversation.keep, records)
+                await trio.to_thread.run_sync(partial(self.conversation.record, records, durable=durable, meta=meta))
             except SessionError as error:
-                self.conversation.messages.extend(records)
-                self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on, but this turn is not on disk"))
+                if str(error) != self._save_error:
+                    self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on"))
+                self._save_error = str(error)
+            else:
+                self._save_error = ""
+
+    async def keep(self, records: list[Message]) -> None:
+        """Save records outside a turn (notices) and add them to the conversation."""
+        await self.record(records, meta=True)
+        self._join(records)
+
+    def _join(self, records: list[Message]) -> None:
+        """Records already written join the live view, and the meter counts them."""
+        self.conversation.add(records)
         for record in records:
             if record.usage is not None:
                 self.meter.settle(record.usage)

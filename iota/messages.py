@@ -5,6 +5,11 @@ A `Message` is both what the providers are sent and one record of a session's
 (role, content, reasoning, tool_calls, tool_call_id, tool_call_name, is_error, interrupted,
 notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
 zero value, so the log stays small and diffable.
+
+The later keys are `system_cleared`, `flush_skipped` and `turn`: the id of the turn a record
+was written in. Three roles are the log's own bookkeeping, never sent to a model (see
+iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
+tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
-ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION)
+PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"
+ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END)
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class Message:
     usage: Usage | None = None
     system_cleared: bool = False
     flush_skipped: bool = False
+    turn: str = ""
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -100,6 +107,8 @@ class Message:
             record["system_cleared"] = True
         if self.flush_skipped:
             record["flush_skipped"] = True
+        if self.turn:
+            record["turn"] = self.turn
         return record
 
     @classmethod
@@ -130,4 +139,5 @@ class Message:
             usage=Usage.from_record(usage) if isinstance(usage, dict) else None,
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
+            turn=text("turn"),
         )

@@ -49,7 +49,7 @@ from iota.memory.document import go_quote
 from iota.memory.file import ensure_memory
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
-from iota.sessions.bundle import META_NAME, Session, _parse_stamp, write_atomically
+from iota.sessions.bundle import Session, is_bundle, parse_stamp, write_atomically
 from iota.sessions.log import json_bytes
 
 POINTER_NAME = "bot.json"
@@ -176,7 +176,8 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
             session = _create_session(name, pointer, run)
             return BotStart(name, directory, lock, session, created=True)
         bundle = sessions_dir() / session_id
-        if not (bundle / META_NAME).is_file():
+        # A bundle whose meta.json was lost still has its log, and opening it rebuilds the meta.
+        if not is_bundle(bundle):
             raise BotError(f"bot {name}'s session {session_id} is missing: restore {bundle}, "
                            f"or delete {pointer} to start over (memory is kept)")
         session = Session.open(bundle)
@@ -225,7 +226,7 @@ def resume_notices(meta: dict[str, Any], project_root: Path, now: datetime) -> l
     project. meta is read as the last run left it."""
     notices = []
     stamp = meta.get("updated_at")
-    last = _parse_stamp(stamp) if isinstance(stamp, str) else None
+    last = parse_stamp(stamp) if isinstance(stamp, str) else None
     if last is not None and (now - last).total_seconds() >= AWAY_NOTICE_SECONDS:
         local = last.astimezone().strftime("%Y-%m-%d %H:%M")
         notices.append(f"Resumed after {_away_for((now - last).total_seconds())} (last activity {local})")

@@ -22,7 +22,8 @@ A stream that ends without one of the three ends is incomplete, never a reply. T
 The conversation goes in `input` as the Rust iota sends it: user and assistant text as role
 messages, each tool call a `function_call` item (its `call_id`, not the item id: a call replayed
 with its `fc_` id would also need the reasoning item that came with it) and each result a
-`function_call_output`. Reasoning items are not kept, so a reasoning model starts each request
+`function_call_output`, in the order Chat Completions wants them (results right after their
+calls). Reasoning items are not kept, so a reasoning model starts each request
 from the conversation alone. The system prompt is `instructions`.
 
 Sending, retrying and the rules for a stream that breaks are shared with the other providers
@@ -37,12 +38,12 @@ from typing import Any
 import httpx
 
 from iota.errors import ProviderError
-from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
+from iota.messages import Message, Usage
 from iota.providers._http import HttpProvider, read_events
 from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
-from iota.providers.openai import DEFAULT_URL, KEY_VARIABLE
+from iota.providers import openai
 
 # Why a response ended early, in the words the rest of iota uses for `stop_reason`.
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
@@ -59,7 +60,7 @@ class OpenResponsesProvider(HttpProvider):
         connect_seconds: float = CONNECT_SECONDS,
     ):
         super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
-        self._endpoint = (base_url or DEFAULT_URL).rstrip("/") + "/responses"
+        self._endpoint = (base_url or openai.DEFAULT_URL).rstrip("/") + "/responses"
         self._headers = {"content-type": "application/json", "accept": "text/event-stream"} | (
             {"authorization": f"Bearer {api_key}"} if api_key else {})
         self._history = WireHistory(wire_items)
@@ -71,7 +72,7 @@ class OpenResponsesProvider(HttpProvider):
         return self._headers
 
     def credentials_hint(self) -> str:
-        return f"check {KEY_VARIABLE} or providers.{self.name}.key"
+        return f"check {openai.KEY_VARIABLE} or providers.{self.name}.key"
 
     async def read(self, response: httpx.Response, deliver: OnText) -> Reply:
         reading = _Reading(self.name, deliver)
@@ -163,19 +164,17 @@ def request_fields(request: Request) -> dict[str, Any]:
 
 
 def wire_items(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
-    """iota's messages as Responses input items, each with the index of its message: text as role
-    messages, tool calls as `function_call` items after the assistant's text, results as
-    `function_call_output` items. System and compaction records are not conversation."""
-    wire: list[tuple[int, dict[str, Any]]] = []
-    for index, message in enumerate(messages):
-        if message.role == USER and message.content:  # notices included: to the model they are user text
-            wire.append((index, {"role": "user", "content": message.content}))
-        elif message.role == ASSISTANT:
-            if message.content:
-                wire.append((index, {"role": "assistant", "content": message.content}))
-            wire += [(index, {"type": "function_call", "call_id": call.id, "name": call.name,
-                              "arguments": json.dumps(call.arguments)}) for call in message.tool_calls]
-        elif message.role == TOOL:
-            wire.append((index, {"type": "function_call_output", "call_id": message.tool_call_id,
-                                 "output": message.content}))
-    return wire
+    """iota's messages as Responses input items, each with the index its group starts at: the
+    Chat Completions messages (`openai.wire_messages`, which also puts a notice recorded between
+    calls and results after the results), each made into items — text as a role message, each
+    tool call a `function_call` item after the assistant's text, each result a
+    `function_call_output`."""
+    return [(start, item) for start, message in openai.wire_messages(messages) for item in _items(message)]
+
+
+def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
+    if message["role"] == "tool":
+        return [{"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]}]
+    text = [{"role": message["role"], "content": message["content"]}] if message["content"] else []
+    return text + [{"type": "function_call", "call_id": call["id"], "name": call["function"]["name"],
+                    "arguments": call["function"]["arguments"]} for call in message.get("tool_calls", ())]

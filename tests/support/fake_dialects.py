@@ -48,6 +48,48 @@ def dialect(path: str) -> str | None:
     return "gemini" if path.endswith(":streamGenerateContent") else None
 
 
+def conversation_error(dialect: str | None, body: Any) -> str | None:
+    """What the real API answers (with a 400) a malformed conversation in these two dialects, as
+    tests.support.api_rules does for the others. The Responses API wants every `function_call`
+    answered by a `function_call_output` somewhere in the input, and every output to answer a call;
+    Gemini wants a turn of function calls right after a user turn, answered by the next content with
+    as many function responses, and no part without data."""
+    if dialect == "openresponses" and isinstance(body, dict) and isinstance(body.get("input"), list):
+        items = [item for item in body["input"] if isinstance(item, dict)]
+        calls = [item.get("call_id") for item in items if item.get("type") == "function_call"]
+        outputs = [item.get("call_id") for item in items if item.get("type") == "function_call_output"]
+        unanswered = [call for call in calls if call not in outputs]
+        if unanswered:
+            return f"No tool output found for function call {unanswered[0]}."
+        stray = [output for output in outputs if output not in calls]
+        if stray:
+            return f"No tool call found for function call output with call_id {stray[0]}."
+    if dialect == "gemini" and isinstance(body, dict) and isinstance(body.get("contents"), list):
+        return _gemini_error([content for content in body["contents"] if isinstance(content, dict)])
+    return None
+
+
+def _gemini_error(contents: list[dict[str, Any]]) -> str | None:
+    for index, content in enumerate(contents):
+        parts = [part for part in content.get("parts") or [] if isinstance(part, dict)]
+        if not parts or any(not any(part.get(key) for key in ("text", "functionCall", "functionResponse", "inlineData"))
+                            for part in parts):
+            return f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty, and each part " \
+                   "must have one initialized field of data"
+        calls = sum("functionCall" in part for part in parts)
+        if not calls:
+            continue
+        before = contents[index - 1] if index else None
+        if before is None or before.get("role") != "user":
+            return ("Please ensure that function call turn comes immediately after a user turn or after a function "
+                    "response turn.")
+        after = contents[index + 1].get("parts") or [] if index + 1 < len(contents) else None
+        if after is not None and sum("functionResponse" in part for part in after) != calls:
+            return ("Please ensure that the number of function response parts is equal to the number of function "
+                    "call parts of the function call turn.")
+    return None
+
+
 def gemini_failure(status: int, retry_after_ms: int | None, error_type: str | None, message: str | None,
                    context_too_long: bool) -> tuple[Any, dict[str, str]]:
     headers = {} if retry_after_ms is None else {"retry-after-ms": str(retry_after_ms)}

@@ -3,7 +3,7 @@
 Enter sends; Ctrl+J inserts a newline, and so do Alt+Enter, Shift+Enter and Ctrl+Enter where
 the terminal reports them as keys of their own (see `ui.app.ChatTerminal`). A bracketed paste
 keeps its newlines instead of sending at the first one. Up and Down on a one-line composer
-recall what was sent before. Tab completes a slash command from the suggestion row, cycling
+recall what was sent before; a message whose turn failed is offered first (`offer_again`). Tab completes a slash command from the suggestion row, cycling
 through the matches on each press. The usual line-editing keys work: Ctrl+A / Ctrl+E to the
 start / end of the line, Ctrl+U / Ctrl+K delete to it, Ctrl+W deletes the word before the
 cursor, Ctrl+D the character under it.
@@ -132,6 +132,13 @@ class Composer(urwid.Edit):
         self._recalled = None
         self._replace_text("")
         self._on_submit(text)
+
+    def offer_again(self, text: str) -> None:
+        """Make `text` (a message whose turn failed) the first thing Up recalls."""
+        if text in self._history:
+            self._history.remove(text)
+        self._history.append(text)
+        self._recalled = None
 
     def _complete(self) -> None:
         completion = self._suggestions.next_completion()

@@ -64,6 +64,7 @@ class ChatLayout(urwid.WidgetWrap):
         self.status_row = StatusRow(clock)
         self._choices: deque[Choose | Ask] = deque()
         self._chooser: Chooser | QuestionForm | None = None
+        self._last_sent = ""  # the message of the turn in progress, offered again if it fails
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
         self._arrange_bottom()
@@ -91,6 +92,7 @@ class ChatLayout(urwid.WidgetWrap):
                 self.transcript.add_card(event)
             case UserEcho(text=text):
                 self.transcript.add_user(text)
+                self._last_sent = text
             case TextDelta(text=text):
                 self.transcript.add_delta(text)
             case ToolStarted():
@@ -103,9 +105,11 @@ class ChatLayout(urwid.WidgetWrap):
                 self.transcript.add_error(text)
             case Panel():
                 self.transcript.add_panel(event)
-            case TurnEnded(interrupted=interrupted):
+            case TurnEnded(interrupted=interrupted, failed=failed):
                 self.transcript.end_turn(interrupted)
                 self._withdraw_choices()
+                if failed and self._last_sent:  # the message stays one Up away
+                    self.composer.offer_again(self._last_sent)
             case Status():
                 self.status_row.show(event)
             case Choose() | Ask():

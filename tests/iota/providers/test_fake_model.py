@@ -137,3 +137,29 @@ def test_a_gemini_failure_is_googles_error_shape(fake_model):
     assert throttled.json() == {"error": {"code": 429, "message": "fake model: scripted HTTP 429",
                                           "status": "RESOURCE_EXHAUSTED"}}
     assert too_long.status_code == 400 and too_long.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("path, body, status, message", [
+    ("/v1/responses", {"input": [{"role": "user", "content": "hi"},
+                                 {"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"}]},
+     None, "No tool output found for function call call_1."),
+    ("/v1/responses", {"input": [{"type": "function_call_output", "call_id": "call_9", "output": "x"}]},
+     None, "No tool call found for function call output with call_id call_9."),
+    ("/v1beta/models/m:streamGenerateContent?alt=sse",
+     {"contents": [{"role": "user", "parts": [{"text": "hi"}]},
+                   {"role": "model", "parts": [{"functionCall": {"name": "a"}}, {"functionCall": {"name": "b"}}]},
+                   {"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {}}}]}]},
+     "INVALID_ARGUMENT", "Please ensure that the number of function response parts is equal to the number of "
+                         "function call parts of the function call turn."),
+    ("/v1beta/models/m:streamGenerateContent?alt=sse", {"contents": [{"role": "user", "parts": [{"text": ""}]}]},
+     "INVALID_ARGUMENT", "* GenerateContentRequest.contents[0].parts: contents.parts must not be empty, and each "
+                         "part must have one initialized field of data"),
+], ids=["responses-unanswered", "responses-stray-output", "gemini-responses-missing", "gemini-empty-part"])
+def test_a_conversation_the_real_api_refuses_is_refused_in_its_words(path, body, status, message):
+    with FakeModel() as model:
+        model.reply("never sent")
+        response = httpx.post(model.url + path, json=body)
+
+        error = response.json()["error"]
+        assert (response.status_code, error["message"], error.get("status")) == (400, message, status)
+        assert model.pending == 1 and [why for _, why in model.rejected] == [message]

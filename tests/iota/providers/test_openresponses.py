@@ -37,9 +37,10 @@ async def test_the_request_carries_instructions_tools_and_the_conversation_as_it
         {"role": "assistant", "content": "Reading."},
         {"type": "function_call", "call_id": "toolu_1", "name": "read", "arguments": '{"path": "a.txt"}'},
         {"type": "function_call", "call_id": "toolu_2", "name": "ls", "arguments": "{}"},
-        {"role": "user", "content": "Resumed after 3 hours (last activity 2026-09-29 18:04)"},
+        # The results right after their calls, and the notice recorded between them after them.
         {"type": "function_call_output", "call_id": "toolu_1", "output": "hello"},
         {"type": "function_call_output", "call_id": "toolu_2", "output": "no such dir"},
+        {"role": "user", "content": "Resumed after 3 hours (last activity 2026-09-29 18:04)"},
         {"role": "assistant", "content": "a.txt says hello."},
         {"role": "user", "content": "thanks"},
     ]
