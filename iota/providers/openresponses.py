@@ -39,11 +39,11 @@ import httpx
 
 from iota.errors import ProviderError
 from iota.messages import Message, Usage
+from iota.providers import openai
 from iota.providers._http import HttpProvider, read_events
 from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
-from iota.providers import openai
 
 # Why a response ended early, in the words the rest of iota uses for `stop_reason`.
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
