@@ -214,7 +214,8 @@ def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list
 
 
 def _background(setup: ChatSetup) -> list:
+    from iota import tokens
     from iota.providers import preloader
 
     work = preloader(setup.model.provider.type)
-    return [work] if work is not None else []
+    return [tokens.preload] + ([work] if work is not None else [])

@@ -22,7 +22,7 @@ from typing import Any
 from iota.errors import ConfigError
 
 TOP_LEVEL = ("providers", "models", "agents", "mcp_servers")
-PROVIDER_TYPES = ("anthropic", "openai", "bedrock", "vertex")
+PROVIDER_TYPES = ("anthropic", "openai", "openresponses", "gemini", "bedrock", "vertex")
 TOOLSETS = ("shell", "code", "skills", "ask")
 MODES = ("chat", "agent", "bot")
 

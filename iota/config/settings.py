@@ -29,11 +29,12 @@ from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audi
 from iota.errors import ConfigError, MissingAPIKey
 
 DEFAULT_CONTEXT_WINDOW = 128_000
-ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openresponses": "OPENAI_API_KEY",
+            "gemini": "GOOGLE_API_KEY"}
 # Bedrock and Vertex take no key: they sign with the cloud's own credentials, found as it finds them.
 CLOUD_CREDENTIALS = {"bedrock": "AWS credentials from the environment", "vertex": "Google default credentials"}
 # Provider keys that only some types take.
-TYPE_KEYS = {"key": ("anthropic", "openai"), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
+TYPE_KEYS = {"key": tuple(ENV_KEYS), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
 EFFORTS = ("minimal", "low", "medium", "high")
 # How a model is shown the tools of MCP servers with `defer:` (iota.mcp.defer), and the provider
 # types that speak each protocol: every type the `search_tools` wrapper, Anthropic its own
@@ -96,7 +97,7 @@ class ProviderConfig:
             raise BadValue("type", f'unknown provider type {shown} (supported: {", ".join(PROVIDER_TYPES)})')
         for key, types in TYPE_KEYS.items():
             if key in raw and kind not in types:
-                raise BadValue(key, f"{key} is for {' and '.join(types)} providers, not {kind}")
+                raise BadValue(key, f"{key} is for {_and(types)} providers, not {kind}")
         return cls(name, kind, _text(raw, "key"), _text(raw, "url"), _text(raw, "region"), _text(raw, "project_id"))
 
 
@@ -258,6 +259,11 @@ def _text(raw: dict, key: str) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)  # `key: 1234` in YAML is still the text a person meant
     raise BadValue(key, f"want text, got {value!r}")
+
+
+def _and(names: tuple[str, ...]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _required_text(raw: dict, key: str) -> str:
