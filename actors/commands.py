@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Notice, Panel
+from actors.events import Notice, Panel, TurnEnded
 from actors.history import SessionHistory
 from actors.lane import Lane
 from iota import __version__
@@ -28,7 +28,7 @@ from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
-from iota.sessions.bundle import Session, delete_session, list_sessions, repair_tail, session_label
+from iota.sessions.bundle import Session, delete_session, list_sessions, session_label
 
 
 async def show_status(lane: Lane, argument: str) -> None:
@@ -147,9 +147,10 @@ async def save(lane: Lane, title: str) -> None:
 
 
 async def export(lane: Lane, argument: str) -> None:
-    """The whole log (every record, compaction markers skipped) as HTML, or Markdown for `.md`.
-    Without a name it goes outside the project: ~/Downloads if there is one, else the session's
-    bundle directory (else the home directory). Never overwrites a file."""
+    """The whole log (every message record; compaction markers and the turn bookkeeping skipped)
+    as HTML, or Markdown for `.md`. Without a name it goes outside the project: ~/Downloads if
+    there is one, else the session's bundle directory (else the home directory). Never
+    overwrites a file."""
     session = lane.conversation.session
     messages = _full_log(session) if session is not None and session.on_disk else lane.conversation.messages
     path = Path(os.path.expanduser(argument)) if argument else \
@@ -241,18 +242,16 @@ def _announce_model(lane: Lane) -> None:
 
 def resume_opening(session: Session, conversation: Conversation) -> tuple[list, SessionHistory]:
     """What a resumed chat shows first — the newest page of its history (older ones follow as
-    the person scrolls up), `Resumed session <id> (<n> messages)`, the repair of an interrupted
-    tail — and the history the later pages come from."""
-    repaired = repair_tail(conversation.messages)
-    if repaired:
-        conversation.keep(repaired)
+    the person scrolls up) and `Resumed session <id> (<n> messages)` — and the history the later
+    pages come from. A last round that got no reply ends the page as failed, so the composer
+    offers its message again (Up)."""
     history = SessionHistory(session.dir)
-    events: list = [history.first_page(),
-                    Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)")]
-    if repaired:
-        events.append(Notice(f"{len(repaired)} tool call(s) left unanswered by the last run were answered as "
-                             "interrupted"))
-    return events, history
+    page = history.first_page()
+    messages = conversation.messages
+    starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
+    if starts and not any(m.role == ASSISTANT and m.content and not m.interrupted for m in messages[starts[-1] + 1:]):
+        page = dataclasses.replace(page, events=(*page.events, TurnEnded(failed=True)))
+    return [page, Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)")], history
 
 
 def show_session(lane: Lane, label: str, history: SessionHistory | None) -> None:
@@ -307,6 +306,8 @@ async def sessions(lane: Lane, argument: str) -> None:
         current.close()
     opening, history = await trio.to_thread.run_sync(resume_opening, opened, lane.conversation)
     show_session(lane, f"resumed {opened.id}", history)
+    for warning in opened.view.warnings:  # what opening it repaired
+        lane.notice(warning, warning=True)
     for event in opening:
         lane.emit(event)
 
@@ -375,7 +376,7 @@ def _full_log(session: Session) -> list[Message]:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(record, dict) and record.get("role") not in (COMPACTION, None):
+            if isinstance(record, dict) and record.get("role") in (SYSTEM, USER, ASSISTANT, TOOL):
                 messages.append(Message.from_record(record))
     return messages
 

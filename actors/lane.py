@@ -6,21 +6,28 @@ reply streams waits in the inbox, shown under the transcript, where the last one
 can be taken back to edit (`Status.queued_messages`). A job that must jump the queue (the compactor's "flush, then
 compact") is put at the head.
 
-Ctrl+C cancels the running job's CancelScope, whatever the job is, and holds the queue: the
-messages typed ahead wait until the person sends them (Enter, or a new message) or drops them
-(Ctrl+C again), since a person who stopped a turn may not want what they typed during it sent
-by itself. A cancelled turn keeps what it finished: its partial reply marked interrupted, its
-unanswered tool calls answered as interrupted, all saved as one batch. Esc reaches only the
-innermost scope (the stream or the running shell call). A turn that fails (the provider gave
-up) is not saved and leaves the conversation as it was.
+A turn is saved as it happens: the user's message is on disk (fsynced) before the request is
+sent, and each reply, tool call and result, and the streamed text about once a second, as each
+comes (see iota.agent); a `turn_end` record closes it. Ctrl+C cancels the running job's
+CancelScope, whatever the job is, and holds the queue: the messages typed ahead wait until the
+person sends them (Enter, or a new message) or drops them (Ctrl+C again), since a person who
+stopped a turn may not want what they typed during it sent by itself. A cancelled turn keeps
+what it finished: its partial reply marked interrupted, its unanswered tool calls answered as
+interrupted. Esc reaches only the innermost scope (the stream or the running shell call). A turn
+that fails (the provider gave up) keeps what it did too, and a notice of the failure, so the
+next request tells the model; the person's message stays on screen, in the log and in the
+composer's history. A write that fails (a full disk) is shown, naming what was not written, and
+the conversation goes on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Awaitable, Callable
 
 import trio
@@ -33,14 +40,14 @@ from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, T
                            TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
-from iota.compaction.meter import estimate_text
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
-from iota.messages import USER, Message, ToolCall
+from iota.messages import TURN_END, USER, Message, ToolCall
+from iota import tokens
 from iota.hosts import PingKind, State
 from iota.providers.base import retry_listener
-from iota.sessions.bundle import Session
+from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
 # ---- jobs ------------------------------------------------------------------------------------
@@ -149,6 +156,7 @@ class Lane:
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
         self._failed = False  # the running job failed: the host shows the error state after it
+        self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""
@@ -156,8 +164,7 @@ class Lane:
         self._label = ""  # while set, what runs is shown as part of it (`labelled`)
         self.meter = Meter(setup.model.context_window)
         session = conversation.session
-        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None,
-                        overhead=self.request_overhead())
+        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None)
         # Hooks: before each user message is sent (reloads, the compaction offer, a bot's owed
         # compaction), and after each kept turn (a bot's memory notices).
         self.before_send: list[Callable[[Lane, Message], Awaitable[None]]] = []
@@ -233,11 +240,21 @@ class Lane:
                 self._job_scope = outer
 
     def request_overhead(self) -> int:
-        """What every request carries beyond the conversation, estimated: the system prompt and the
-        tools' definitions. The meter counts it from the first screen, before a reply measures it."""
-        specs = self.toolbox.specs()
-        return estimate_text(self.setup.system_prompt()) + sum(
-            estimate_text(spec.name + spec.description + json.dumps(spec.parameters)) for spec in specs)
+        """What every request carries beyond the conversation, counted: the system prompt and the
+        tools' definitions. The meter counts it from the first screen, before a reply measures it.
+        Blocking (the first count loads the token encoding)."""
+        texts = [self.setup.system_prompt()]
+        texts += [spec.name + spec.description + json.dumps(spec.parameters) for spec in self.toolbox.specs()]
+        return sum(tokens.count_each(texts))
+
+    async def _count_overhead(self) -> None:
+        """Before the first job, a meter that is a local count gets the overhead (in a worker
+        thread: the encoding may still be loading, and keys must echo meanwhile)."""
+        if self.meter.measured:
+            return
+        messages = list(self.conversation.messages)
+        await trio.to_thread.run_sync(lambda: self.meter.reseed(messages, self.request_overhead()))
+        self.show_status()
 
     @property
     def context_used(self) -> int:
@@ -254,6 +271,7 @@ class Lane:
         task_status.started()
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
+        await self._count_overhead()
         while True:
             job = await self.inbox.get()
             if isinstance(job, UserMessage):
@@ -289,39 +307,55 @@ class Lane:
             await self.keep([user])
             self.emit(TurnEnded(interrupted=True))
             return
-        try:
-            turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
-        except ContextTooLong:
-            # A bot compacts and sends again: a long context is never a dead end.
-            await self.recover(self)
-            turn = await self.run_model_turn(user, self.toolbox)
-        if turn is None:
-            return
-        for after in self.after_turn:
+        turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        for after in self.after_turn:  # a failed turn's memory writes are recorded too
             await after(self)
-        self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
+        if turn is not None:
+            self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
         """Send the conversation and `opening` (the user's message, or a notice such as the memory
-        flush's), run the agent loop with `toolbox`, and keep what the turn finished — all of it,
-        or up to where Ctrl+C stopped it. A turn that fails keeps nothing and returns None
-        (`recoverable`: a context-too-long failure is raised for the caller to mend)."""
+        flush's), run the agent loop with `toolbox`, and keep what the turn does as it does it —
+        all of it, or up to where Ctrl+C stopped it. A turn that fails keeps what it did, with a
+        notice of the failure, and returns None. `recoverable`: a context-too-long failure is
+        mended by `self.recover` (a bot compacts) and the turn goes on from where it was."""
         self.set_running("Waiting for the model")
-        turn = self._turn = Turn()
-        try:
-            request = self.setup.request(self.conversation.messages + [opening], toolbox)
-            # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
-            with self.interruptible() as scope:
-                await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self))
-            if scope.cancelled_caught:
-                turn.interrupt()
-        except IotaError as error:
-            if recoverable and isinstance(error, ContextTooLong):
-                raise
-            return self._failed_turn(error)
-        finally:
-            self._turn = None
-        await self.keep([opening, *turn.messages])
+        turn = Turn(id=new_turn_id())
+        opening = dataclasses.replace(opening, turn=turn.id)
+        await self.record([opening])  # on disk before the request is sent
+        self._join([opening])
+        failure: IotaError | None = None
+        while True:
+            self._turn = turn
+            try:
+                request = self.setup.request(self.conversation.messages, toolbox)
+                # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
+                with self.interruptible() as scope:
+                    await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self),
+                                   recorder=self)
+                if scope.cancelled_caught:
+                    await self.record(turn.interrupt())
+            except ContextTooLong as error:
+                if recoverable and self.recover is not None:
+                    # A bot compacts and sends again: a long context is never a dead end. What the
+                    # turn did so far joins the view the compaction summarises.
+                    recoverable = False
+                    self._join(turn.messages)
+                    turn = Turn(id=turn.id)
+                    await self.recover(self)
+                    continue
+                failure = error
+            except IotaError as error:
+                failure = error
+            finally:
+                self._turn = None
+            break
+        if failure is not None:
+            await self.record(turn.fail(str(failure)))
+        self._join(turn.messages)
+        await self.record([Message(TURN_END, turn=turn.id)], meta=True)
+        if failure is not None:
+            return self._failed_turn(failure)
         self.emit(TurnEnded(interrupted=turn.interrupted))
         return turn
 
@@ -332,14 +366,29 @@ class Lane:
         self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
         return None
 
-    async def keep(self, records: list[Message]) -> None:
-        """Save records to the conversation, shielded: a write that must not be torn."""
+    async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
+        """Write records to the session as they happen (the agent loop's `TurnRecorder`), shielded:
+        a write that must not be torn. A failed write is shown, naming what was not written."""
+        if not records or not self.conversation.saving:
+            return
         with trio.CancelScope(shield=True):
             try:
-                await trio.to_thread.run_sync(self.conversation.keep, records)
+                await trio.to_thread.run_sync(partial(self.conversation.record, records, durable=durable, meta=meta))
             except SessionError as error:
-                self.conversation.messages.extend(records)
-                self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on, but this turn is not on disk"))
+                if str(error) != self._save_error:
+                    self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on"))
+                self._save_error = str(error)
+            else:
+                self._save_error = ""
+
+    async def keep(self, records: list[Message]) -> None:
+        """Save records outside a turn (notices) and add them to the conversation."""
+        await self.record(records, meta=True)
+        self._join(records)
+
+    def _join(self, records: list[Message]) -> None:
+        """Records already written join the live view, and the meter counts them."""
+        self.conversation.add(records)
         for record in records:
             if record.usage is not None:
                 self.meter.settle(record.usage)

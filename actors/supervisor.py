@@ -3,7 +3,7 @@
     face (urwid app) ◄── events ── lane, supervisor
     face ── inputs ──► input actor ──► lane (serial jobs) ──► conversation / session
     shell jobs ── notices ──► lane (as notices)
-    signals (SIGTERM, SIGHUP) ──► interrupt the turn, save it, leave with 130
+    signals (SIGINT, SIGTERM, SIGHUP) ──► interrupt the turn, save it, leave with 130
 
 The face is started first, so the screen is up before anything slow runs (the Anthropic SDK
 import, the sandbox probe); the lane starts taking jobs once the tools are ready. Leaving —
@@ -145,9 +145,9 @@ async def _forward_job_notes(notes: trio.MemoryReceiveChannel, lane: Lane) -> No
 
 
 async def _watch_signals(lane: Lane, leave: Callable[[int], None], everything: trio.CancelScope) -> None:
-    """SIGTERM and SIGHUP interrupt the turn, save what it finished and leave with 130; a second
-    SIGTERM does not wait."""
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+    """SIGINT (from outside: the terminal's Ctrl+C is a key here), SIGTERM and SIGHUP interrupt
+    the turn, save what it finished and leave with 130; a second signal does not wait."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         received = 0
         async for _ in signals:
             received += 1

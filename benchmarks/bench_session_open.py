@@ -3,12 +3,19 @@
     python benchmarks/bench_session_open.py [--runs N]
 
 For logs of 100, 10,000 and 100,000 records it times `Session.open` (lock, torn-tail check,
-view load) and `close`, as `iota resume` and a bot's start do:
+view load, repair) and `close`, as `iota resume` and a bot's start do:
 
     plain          never compacted: the whole log is the view
     compacted      compacted near the end down to ~50 messages; loads from meta.json's checkpoint
     no checkpoint  the same log with the checkpoint removed (as written by a program that does not
                    keep one): a full scan, the fallback
+    unfinished     the plain log ending in a turn killed mid-way (its user message, a reply asking
+                   for a tool that had started, streamed text, no `turn_end`): the open closes it
+                   and appends the closing records
+    compacted, unfinished   the same, after the compacted log
+
+Every record is written with a turn id, as the chat writes them. An open that repairs changes the
+bundle, so each timed open of an unfinished log opens a fresh copy (the copy is not timed).
 
 Runs with HOME pointed at a temporary directory that is deleted afterwards.
 """
@@ -27,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from iota.messages import Message, ToolCall, Usage  # noqa: E402
+from iota.messages import PARTIAL, TOOL_STARTED, TURN_END, Message, ToolCall, Usage  # noqa: E402
 from iota.paths import sessions_dir  # noqa: E402
-from iota.sessions.bundle import Session  # noqa: E402
+from iota.sessions.bundle import Session, new_turn_id  # noqa: E402
 
 SIZES = (100, 10_000, 100_000)
 RETAINED = 50
@@ -38,23 +45,47 @@ PROSE = "The quick brown fox jumps over the lazy dog while the build runs its te
 
 
 def conversation(count: int) -> list[Message]:
-    """`count` records cycling through a realistic turn: ask, call a tool, read its result, answer."""
-    messages = []
-    for i in range(count):
-        match i % 4:
+    """`count` records cycling through a realistic turn: ask, call a tool, read its result, answer,
+    as the chat writes them: each with its turn's id, the tool's start marked, the turn ended (the
+    few records short of a whole turn are notices, which belong to no turn)."""
+    whole = count - count % 6
+    messages = [Message("user", f"background job {i} finished: exit 0", notice=True) for i in range(count - whole)]
+    turn = ""
+    for i in range(whole):
+        match i % 6:
             case 0:
-                messages.append(Message("user", f"request {i}: " + PROSE * 2))
+                turn = new_turn_id()
+                messages.append(Message("user", f"request {i}: " + PROSE * 2, turn=turn))
             case 1:
                 call = ToolCall(f"call_{i}", "read", {"path": f"src/module_{i % 97}.py"})
-                messages.append(Message("assistant", "Let me look.", tool_calls=[call], usage=Usage(9_000 + i, 40)))
+                messages.append(Message("assistant", "Let me look.", tool_calls=[call], usage=Usage(9_000 + i, 40),
+                                        turn=turn))
             case 2:
-                messages.append(Message("tool", PROSE * 8, tool_call_id=f"call_{i - 1}", tool_call_name="read"))
+                messages.append(Message(TOOL_STARTED, tool_call_id=f"call_{i - 1}", tool_call_name="read", turn=turn))
             case 3:
-                messages.append(Message("assistant", PROSE * 4, usage=Usage(9_500 + i, 300)))
+                messages.append(Message("tool", PROSE * 8, tool_call_id=f"call_{i - 2}", tool_call_name="read",
+                                        turn=turn))
+            case 4:
+                messages.append(Message("assistant", PROSE * 4, usage=Usage(9_500 + i, 300), turn=turn))
+            case 5:
+                messages.append(Message(TURN_END, turn=turn))
     return messages
 
 
-def build(records: int, compacted: bool) -> Path:
+def unfinished_turn() -> list[Message]:
+    """A turn killed mid-way: the user's message, a reply asking for a tool that had started, then
+    the next reply streaming."""
+    turn = new_turn_id()
+    call = ToolCall("call_killed", "shell", {"command": "make test"})
+    return [Message("user", "run the tests", turn=turn),
+            Message("assistant", "Running them.", tool_calls=[call], usage=Usage(9_000, 40), turn=turn),
+            Message(TOOL_STARTED, tool_call_id="call_killed", tool_call_name="shell", turn=turn),
+            Message("tool", PROSE * 8, tool_call_id="call_killed", tool_call_name="shell", turn=turn),
+            Message(TOOL_STARTED, tool_call_id="call_next", tool_call_name="shell", turn=turn),
+            Message(PARTIAL, "The tests pass except ", turn=turn), Message(PARTIAL, PROSE, turn=turn)]
+
+
+def build(records: int, compacted: bool, unfinished: bool = False) -> Path:
     with Session.new(sessions_dir(), provider="anthropic", model="bench") as session:
         session.append([Message("system", "You are a helpful assistant. " * 40)])
         body = conversation(records - 1)
@@ -63,6 +94,8 @@ def build(records: int, compacted: bool) -> Path:
         if compacted:
             through = session.conversation_count - RETAINED
             session.append([Message("compaction", PROSE * 20, compacted_through=through, usage=Usage(12_000, 900))])
+        if unfinished:
+            session.append(unfinished_turn(), meta=False)
         return session.dir
 
 
@@ -75,15 +108,23 @@ def without_checkpoint(bundle: Path) -> Path:
     return copy
 
 
-def time_open(bundle: Path, runs: int) -> tuple[float, int]:
-    """Median seconds to open and close the session, and the length of the view it loaded."""
+def time_open(bundle: Path, runs: int, fresh: bool = False) -> tuple[float, int]:
+    """Median seconds to open and close the session, and the length of the view it loaded;
+    `fresh`: each open gets an untouched copy of the bundle (the open repairs it)."""
     timings = []
     for _ in range(runs):
+        opened = bundle
+        if fresh:
+            opened = bundle.with_name(bundle.name[:-1] + "c")
+            shutil.rmtree(opened, ignore_errors=True)
+            shutil.copytree(bundle, opened)
+            os.sync()  # the copy's pages are not left for the timed open's fsync to write
         started = time.perf_counter()
-        session = Session.open(bundle)
+        session = Session.open(opened)
         timings.append(time.perf_counter() - started)
         loaded = len(session.view.messages)
         session.close()
+        assert not fresh or session.view.closing, "the unfinished turn was not closed"
     return statistics.median(timings), loaded
 
 
@@ -96,7 +137,8 @@ def main() -> None:
     os.environ["HOME"] = home
     try:
         print(f"Session.open + close, median of {runs} runs\n")
-        print(f"{'records':>8}  {'log size':>9}  {'plain':>20}  {'compacted':>20}  {'no checkpoint':>20}")
+        columns = ("plain", "compacted", "no checkpoint", "unfinished", "compacted, unfinished")
+        print(f"{'records':>8}  {'log size':>9}  " + "  ".join(f"{name:>22}" for name in columns))
         for records in SIZES:
             plain = build(records, compacted=False)
             compacted = build(records, compacted=True)
@@ -104,8 +146,11 @@ def main() -> None:
             for bundle in (plain, compacted, without_checkpoint(compacted)):
                 seconds, loaded = time_open(bundle, runs)
                 cells.append(f"{seconds * 1000:.2f} ms ({loaded})")
+            for compact in (False, True):
+                seconds, loaded = time_open(build(records, compacted=compact, unfinished=True), runs, fresh=True)
+                cells.append(f"{seconds * 1000:.2f} ms ({loaded})")
             size = (plain / "messages.jsonl").stat().st_size / 1e6
-            print(f"{records:>8,}  {size:>6.1f} MB  " + "  ".join(f"{cell:>20}" for cell in cells))
+            print(f"{records:>8,}  {size:>6.1f} MB  " + "  ".join(f"{cell:>22}" for cell in cells))
         print("\n(n) is the number of messages in the loaded view.")
     finally:
         shutil.rmtree(home)

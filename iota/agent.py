@@ -4,11 +4,22 @@
         reply = stream(system, history + this turn, tools)
         record the reply; run its tool calls; record their results in call order
 
-That is all of it. A tool failure is a result the model reads, never an exception that ends the
-turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
+That is all of it. The tools are asked for again at each round, so a tool that joins mid-turn (a
+server that became ready, a deferred tool a search loaded) is offered from the next request. A
+tool failure is a result the model reads, never an exception that ends the turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
 anywhere: everything the turn finished is already in `Turn.messages`, the text of the reply in
 progress is in `Turn.partial`, and `Turn.interrupt()` turns both into records that keep the log
-valid (the partial reply marked interrupted, each unanswered tool call answered as interrupted).
+valid (the partial reply marked interrupted, each unanswered tool call answered as interrupted);
+`Turn.fail(error)` does the same for a turn the provider gave up on, and adds a notice of the
+failure, so the next request tells the model what the turn did before it failed.
+
+Every record goes to the `TurnRecorder` the moment it exists, stamped with the turn's id: each
+assistant record as its reply completes, a `tool_started` mark before a tool call runs (so a
+crash can tell "it may have run" from "it did not"), each result as its call returns (results
+of calls run side by side land in the order they finish; the view puts them in call order), and
+the streamed text about once a second while a reply streams (`partial` records, superseded by
+the assistant record; see iota.sessions.repair). The loop waits for each durable write before it
+goes on: nothing the model did is acted on before it is on disk.
 """
 
 from __future__ import annotations
@@ -20,12 +31,15 @@ from typing import Awaitable, Callable, Protocol
 
 import trio
 
-from iota.messages import ASSISTANT, TOOL, Message, ToolCall
+from iota.messages import ASSISTANT, PARTIAL, TOOL, TOOL_STARTED, USER, Message, ToolCall
 from iota.providers.base import Provider, Request
 from iota.sessions.log import repair_tail
 from iota.tools.base import DECLINED, ApprovalRequest, ToolResult, Toolbox, headless_refusal
 
 CANCELLED_RESULT = "[command cancelled]"
+FAILED_NOTICE = "The previous turn ended early with an error: {error}. Everything it did before the error is above."
+# How often the text of a streaming reply is appended to the log.
+PARTIAL_FLUSH_SECONDS = 1.0
 
 
 class Decision(enum.Enum):
@@ -76,6 +90,19 @@ class TurnObserver(Protocol):
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None: ...
 
 
+class TurnRecorder(Protocol):
+    """Where a turn's records go as they happen (the chat's session log)."""
+
+    async def record(self, messages: list[Message], *, durable: bool = True) -> None: ...
+
+
+class NoRecorder:
+    """A turn nobody keeps as it goes (a headless run saves the turn at its end, if at all)."""
+
+    async def record(self, messages: list[Message], *, durable: bool = True) -> None:
+        pass
+
+
 class QuietObserver:
     def on_text(self, text: str) -> None:
         pass
@@ -91,6 +118,7 @@ class QuietObserver:
 class Turn:
     """One user turn in progress: the records it has produced so far."""
 
+    id: str = ""   # stamped on every record the turn writes; "" writes none
     messages: list[Message] = field(default_factory=list)
     partial: str = ""   # text of the reply being streamed, not yet a record
     model_calls: int = 0
@@ -103,16 +131,29 @@ class Turn:
         for scope in self.innermost:
             scope.cancel()
 
-    def interrupt(self) -> None:
+    def interrupt(self) -> list[Message]:
         """Close the turn after a cancellation so the log it becomes stays valid: tool calls
         left without a result are answered as interrupted, and the partial reply is kept,
         marked interrupted. (A cancellation lands either in the stream or in the tool calls,
-        never both, so the order of the two does not matter.)"""
+        never both, so the order of the two does not matter.) Returns the records it added."""
         self.interrupted = True
-        self.messages.extend(repair_tail(self.messages))
+        return self._close()
+
+    def fail(self, error: str) -> list[Message]:
+        """Close the turn after the provider gave up: what it finished stays (the partial reply
+        marked interrupted), and a notice records the failure. Returns the records it added."""
+        closing = self._close()
+        failure = Message(USER, content=FAILED_NOTICE.format(error=error), notice=True, turn=self.id)
+        self.messages.append(failure)
+        return [*closing, failure]
+
+    def _close(self) -> list[Message]:
+        closing = repair_tail(self.messages, turn=self.id)
         if self.partial:
-            self.messages.append(Message(ASSISTANT, content=self.partial, interrupted=True))
+            closing.append(Message(ASSISTANT, content=self.partial, interrupted=True, turn=self.id))
             self.partial = ""
+        self.messages.extend(closing)
+        return closing
 
     @property
     def reply(self) -> str:
@@ -124,54 +165,77 @@ class Turn:
 
 
 async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: Toolbox, approvals: Approvals,
-                   observer: TurnObserver = QuietObserver(), max_turns: int = 0) -> None:
+                   observer: TurnObserver = QuietObserver(), max_turns: int = 0,
+                   recorder: TurnRecorder = NoRecorder()) -> None:
     """Run the loop until the model stops asking for tools. `request.messages` is the history
-    before this turn (the user's message included); the turn's records land in `turn.messages`."""
+    before this turn (the user's message included, already recorded); the turn's records land in
+    `turn.messages`, and each goes to `recorder` as it is made. Records an Esc on the stream
+    closes the turn with are recorded here too; after a Ctrl+C or a failure the caller records
+    what `interrupt()` or `fail()` returns."""
     history = list(request.messages)
     while True:
         def on_text(text: str) -> None:
             turn.partial += text
             observer.on_text(text)
 
+        failure: Exception | None = None
         with _innermost(turn) as stream_scope:
-            reply = await provider.stream(_with_messages(request, history + turn.messages), on_text)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_flush_partial, turn, recorder)
+                try:
+                    reply = await provider.stream(_with_messages(request, history + turn.messages, toolbox), on_text)
+                except Exception as error:  # raised outside the nursery, or it would come wrapped in a group
+                    failure = error
+                nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
         if stream_scope.cancelled_caught:  # Esc on the stream: the turn ends here, interrupted
-            turn.interrupt()
+            await recorder.record(turn.interrupt())
             return
         turn.partial = ""
         turn.model_calls += 1
-        turn.messages.append(Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage))
+        message = Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage, turn=turn.id,
+                          server_blocks=reply.server_blocks)
+        await recorder.record([message])
+        turn.messages.append(message)
         if not reply.tool_calls:
             return
-        await _run_calls(turn, reply.tool_calls, toolbox, approvals, observer)
+        await _run_calls(turn, reply.tool_calls, toolbox, approvals, observer, recorder)
         if max_turns and turn.model_calls >= max_turns:
             return
 
 
-def _with_messages(request: Request, messages: list[Message]) -> Request:
-    return Request(model=request.model, system=request.system, messages=messages, tools=request.tools,
+async def _flush_partial(turn: Turn, recorder: TurnRecorder) -> None:
+    """While a reply streams, append its new text to the log every second or so: a killed
+    process then keeps all but the last second of it. Not fsynced: the reply record is."""
+    flushed = 0
+    while True:
+        await trio.sleep(PARTIAL_FLUSH_SECONDS)
+        if len(turn.partial) > flushed:
+            text, flushed = turn.partial[flushed:], len(turn.partial)
+            await recorder.record([Message(PARTIAL, content=text, turn=turn.id)], durable=False)
+
+
+def _with_messages(request: Request, messages: list[Message], toolbox: Toolbox) -> Request:
+    return Request(model=request.model, system=request.system, messages=messages, tools=toolbox.specs(),
                    max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
                    effort=request.effort)
 
 
 async def _run_calls(turn: Turn, calls: list[ToolCall], toolbox: Toolbox, approvals: Approvals,
-                     observer: TurnObserver) -> None:
+                     observer: TurnObserver, recorder: TurnRecorder) -> None:
     """Run the calls, results in call order. Consecutive readers that need no approval run side
     by side; anything gated runs alone, after its question is answered."""
-    results: dict[str, ToolResult] = {}
+    results: dict[str, Message] = {}
     for batch in _batches(calls, toolbox):
         try:
             async with trio.open_nursery() as nursery:
                 for call in batch:
-                    nursery.start_soon(_run_call, turn, call, toolbox, approvals, observer, results)
+                    nursery.start_soon(_run_call, turn, call, toolbox, approvals, observer, recorder, results)
         finally:
-            # Also when cancelled: a call that finished keeps its result (the rest are answered
-            # as interrupted by Turn.interrupt), in call order as long as the earlier ones finished.
-            for call in batch:
-                if call.id not in results:
-                    break
-                turn.messages.append(Message(TOOL, content=results[call.id].content, tool_call_id=call.id,
-                                             tool_call_name=call.name, is_error=results[call.id].is_error))
+            # Also when cancelled: a call that finished keeps its result, which is on disk
+            # already (the rest are answered as interrupted by Turn.interrupt, after these).
+            turn.messages.extend(results[call.id] for call in batch if call.id in results)
 
 
 def _batches(calls: list[ToolCall], toolbox: Toolbox) -> list[list[ToolCall]]:
@@ -190,19 +254,30 @@ def _is_reader(call: ToolCall, toolbox: Toolbox) -> bool:
 
 
 async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: Approvals, observer: TurnObserver,
-                    results: dict[str, ToolResult]) -> None:
+                    recorder: TurnRecorder, results: dict[str, Message]) -> None:
     tool = toolbox.get(call.name)
     observer.on_tool_start(call, tool.target(call.arguments) if tool else "")
     request = tool.approval_request(call.arguments) if tool else None
     refusal = await approvals.check(request) if request else None
     result = refusal
     if result is None:
+        await recorder.record([Message(TOOL_STARTED, tool_call_id=call.id, tool_call_name=call.name, turn=turn.id)])
         with _innermost(turn) as scope:
             result = await toolbox.call(call.name, call.arguments)
         if scope.cancelled_caught:
             result = ToolResult(CANCELLED_RESULT, is_error=True)
-    results[call.id] = result
+    message = Message(TOOL, content=result.content, tool_call_id=call.id, tool_call_name=call.name,
+                      is_error=result.is_error, turn=turn.id, mounted_tools=_mounts(toolbox))
+    await recorder.record([message])
+    results[call.id] = message
     observer.on_tool_end(call, result)
+
+
+def _mounts(toolbox: Toolbox) -> list[dict]:
+    """Schemas a call loaded into the history rather than the tools array (a deferred tool in
+    `system-tools` mode): they go with its result, and are sent after the round's results."""
+    return [{"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+            for spec in toolbox.take_mounts()]
 
 
 @contextmanager

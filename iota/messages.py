@@ -5,6 +5,11 @@ A `Message` is both what the providers are sent and one record of a session's
 (role, content, reasoning, tool_calls, tool_call_id, tool_call_name, is_error, interrupted,
 notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
 zero value, so the log stays small and diffable.
+
+The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record
+was written in), and the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer). Three roles are the log's own bookkeeping, never sent to a model (see
+iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
+tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
-ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION)
+PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"
+ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END)
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,12 @@ class Message:
     usage: Usage | None = None
     system_cleared: bool = False
     flush_skipped: bool = False
+    turn: str = ""
+    # Deferred tools (iota.mcp.defer): an assistant message's blocks of Anthropic's own tool search,
+    # sent back at its front; on a tool result, the schemas it loaded, mounted after it in the
+    # history (as {"name", "description", "parameters"}) for a provider whose tools array stays fixed.
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
+    mounted_tools: list[dict[str, Any]] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -100,6 +112,12 @@ class Message:
             record["system_cleared"] = True
         if self.flush_skipped:
             record["flush_skipped"] = True
+        if self.turn:
+            record["turn"] = self.turn
+        if self.server_blocks:
+            record["server_blocks"] = self.server_blocks
+        if self.mounted_tools:
+            record["mounted_tools"] = self.mounted_tools
         return record
 
     @classmethod
@@ -112,6 +130,10 @@ class Message:
 
         def flag(key: str) -> bool:
             return record.get(key) is True
+
+        def objects(key: str) -> list[dict[str, Any]]:
+            value = record.get(key)
+            return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
         calls = record.get("tool_calls") or []
         through = record.get("compacted_through")
@@ -130,4 +152,7 @@ class Message:
             usage=Usage.from_record(usage) if isinstance(usage, dict) else None,
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
+            turn=text("turn"),
+            server_blocks=objects("server_blocks"),
+            mounted_tools=objects("mounted_tools"),
         )

@@ -14,3 +14,9 @@ def fake_home(tmp_path_factory, monkeypatch):
                 "HERDR_SOCKET_PATH", "CMUX_SURFACE_ID", "TMUX", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+def pytest_addoption(parser):
+    # The soak test (tests/e2e/test_soak.py): how many kill -9 points, and the seed to replay one.
+    parser.addoption("--soak", type=int, default=20, metavar="N", help="kill -9 points of the soak test (default 20)")
+    parser.addoption("--soak-seed", type=int, default=None, metavar="SEED", help="replay the soak test of this seed")

@@ -15,7 +15,14 @@ the block still lacks the person's edit; `MemoryFile` marks that write as carryi
 so the next check reloads all the same.
 
 Writes are synchronous and short (a few KiB), so cancellation cannot tear one: trio cancels only
-at an await, and there is none between the backup and the rename.
+at an await, and there is none between the backup and the rename. Each is atomic (a temp file,
+fsync, rename): a crash leaves the old file or the new one. A MEMORY.md that is a symbolic link
+(a person keeps it in a git repository) is written through the link, never replaced by a file.
+
+A file whose first line opens a front matter (`---`) that no later line closes is the person's
+half-finished edit. Read as all body, it would be written back under a second front matter with
+the first one buried in the body; so it is reported instead, and the tool writes nothing until
+the person closes it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,6 @@ from pathlib import Path
 
 from iota.memory.document import (
     MEMORY_FILE,
-    MEMORY_PREV_FILE,
     Applied,
     Edit,
     MemoryDoc,
@@ -36,8 +42,10 @@ from iota.memory.document import (
     byte_length,
     go_quote,
     join_lines,
+    split_lines,
 )
 from iota.memory.block import cut_to_cap, over_cap_warning, render_block
+from iota.memory.kinds import MEMORY_MD, FileKind
 from iota.sessions.bundle import write_atomically
 
 # What identifies one version of the file: (mtime in ns, size, inode). None: there is no file.
@@ -67,6 +75,17 @@ def read_memory(path: Path) -> str | None:
         raise MemoryRefusal(f"{path} is not UTF-8 text") from None
 
 
+def unclosed_front_matter(text: str) -> bool:
+    """Whether `text` opens a front matter on its first line and never closes it."""
+    lines = split_lines(text)
+    return bool(lines) and lines[0].rstrip() == "---" and MemoryDoc.parse(text).front is None
+
+
+def _unclosed_warning(path: Path) -> str:
+    return (f"{path} opens a front matter with --- on its first line and never closes it; add the closing --- "
+            "line (until then the model is shown the whole file and cannot write to it)")
+
+
 @dataclass(frozen=True)
 class MemorySnapshot:
     """The block a bot's requests carry until the next refresh, and what the transcript should say
@@ -84,21 +103,25 @@ def memory_block(bot: str, project: str | None, path: Path) -> MemorySnapshot:
     as a change at the next check rather than being missed."""
     stamp = file_stamp(path)
     try:
-        doc = MemoryDoc.parse(read_memory(path) or "")
+        text = read_memory(path) or ""
     except MemoryRefusal as refusal:
         return MemorySnapshot(render_block(bot, project, []), [f"{refusal}; the model is shown no memory"], stamp)
+    doc = MemoryDoc.parse(text)
+    unclosed = [_unclosed_warning(path)] if unclosed_front_matter(text) else []
     owner = doc.owner()
     if owner is not None and owner != bot:
         warning = (f"{path} says it belongs to bot {go_quote(owner)} (frontmatter bot:), not {go_quote(bot)}; "
                    "the model is shown no memory until you fix the file")
         return MemorySnapshot(render_block(bot, project, []), [warning], stamp)
     kept, over = cut_to_cap(doc.body)
-    return MemorySnapshot(render_block(bot, project, kept, over), [over_cap_warning(over)] if over else [], stamp)
+    warnings = unclosed + ([over_cap_warning(over)] if over else [])
+    return MemorySnapshot(render_block(bot, project, kept, over), warnings, stamp)
 
 
 def ensure_memory(bot_dir: Path, bot: str, today: datetime.date | None = None) -> Path:
     """MEMORY.md in `bot_dir`, created with its front matter and `# <bot> memory` if it is missing.
-    An existing file is left exactly as it is, whoever it says it belongs to."""
+    An existing file is left exactly as it is, whoever it says it belongs to. A link to a file
+    that does not exist yet creates that file."""
     path = bot_dir / MEMORY_FILE
     if not path.exists():
         bot_dir.mkdir(parents=True, exist_ok=True)
@@ -116,13 +139,15 @@ class CurrentMemory:
 
 
 class MemoryFile:
-    """Bot `bot`'s MEMORY.md in `directory`, shared by the `remember` tool and the chat."""
+    """Bot `bot`'s MEMORY.md in `directory` (or another file the model writes, of `kind`: USER.md
+    in the memory directory), shared by the `remember` tool and the chat."""
 
-    def __init__(self, bot: str, directory: Path):
+    def __init__(self, bot: str, directory: Path, kind: FileKind = MEMORY_MD):
         self.bot = bot
+        self.kind = kind
         self.directory = Path(directory)
-        self.path = self.directory / MEMORY_FILE
-        self.prev_path = self.directory / MEMORY_PREV_FILE
+        self.path = self.directory / kind.name
+        self.prev_path = self.directory / f"{kind.name}.prev"
         self._seen: FileStamp = None
         self._folded_outside_edit = False
         self._notices: list[str] = []
@@ -134,8 +159,13 @@ class MemoryFile:
         name; None without a project). Call it at startup, after a compaction, at the day change and
         when `changed_outside()` says so. What it read becomes what this process has seen."""
         snapshot = memory_block(self.bot, project, self.path)
-        self._seen, self._folded_outside_edit = snapshot.stamp, False
+        self.seen(snapshot.stamp)
         return snapshot
+
+    def seen(self, stamp: FileStamp) -> None:
+        """The prompt now carries the file as it was at `stamp` (read by the caller, as the memory
+        layers read the files of the memory directory): edits before it are no longer news."""
+        self._seen, self._folded_outside_edit = stamp, False
 
     def changed_outside(self) -> bool:
         """Whether the file changed since this process last read or wrote it: a person's edit (or a
@@ -177,7 +207,10 @@ class MemoryFile:
         if file_stamp(self.path) != self._seen:
             self._folded_outside_edit = True
         current = read_memory(self.path)
-        applied = apply(current, self.bot, edit, today.isoformat())
+        if current is not None and unclosed_front_matter(current):
+            raise MemoryRefusal(f"{self.path} opens a front matter with --- on its first line and never closes it; "
+                                "nothing was written — ask the user to add the closing --- line")
+        applied = apply(current, self.bot, edit, today.isoformat(), self.kind)
         if current is not None:
             try:
                 write_atomically(self.prev_path, current.encode())

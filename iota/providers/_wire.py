@@ -15,9 +15,11 @@ place; code that changes one makes a new one (`dataclasses.replace`), as compact
 log's repairs do. (A field-by-field check would catch in-place edits too, but it costs as much
 as the conversion it saves.)
 
-A wire message is only kept once it is closed: Anthropic merges neighbouring messages of one
-role, so the last wire message may still grow with the next request's messages; it is built
-again each time, from the messages it was made of.
+A wire message is only kept once it is closed: Anthropic and Gemini merge neighbouring messages
+of one role, so the last wire message may still grow with the next request's messages; it is
+built again each time, from the messages it was made of. (The Responses API makes several items
+of one message — its text, then each call — which share the message's index, and so stay open
+together.)
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from iota.messages import Message
 from iota.sessions.log import json_bytes
 
 # A dialect's conversion: the wire messages of `messages`, each with the index of the message it
-# starts at.
+# starts at (never decreasing; wire messages that must be converted together share one).
 Convert = Callable[[list[Message]], list[tuple[int, dict[str, Any]]]]
 
 
@@ -50,10 +52,14 @@ class WireHistory:
             kept, self._messages, self._closed = 0, [], []
         fresh = self._convert(messages[kept:])
         encoded = [dump(wire) for _, wire in fresh]
-        if len(fresh) > 1:  # all but the last are closed: only the last can grow
-            self._closed += encoded[:-1]
+        # Every wire message that starts where the last one does stays open: the last can grow
+        # (Anthropic merges neighbours of one role), and a group that starts there may still be
+        # reordered (OpenAI sends notices after the tool results they came between).
+        open_from = next((i for i, (start, _) in enumerate(fresh) if start == fresh[-1][0]), 0) if fresh else 0
+        if open_from:
+            self._closed += encoded[:open_from]
             self._messages = messages[: kept + fresh[-1][0]]
-        return [*self._closed, *encoded[-1:]]
+        return [*self._closed, *encoded[open_from:]]
 
 
 def json_object(fields: dict[str, Any], key: str, items: list[bytes]) -> bytes:

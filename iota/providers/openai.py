@@ -157,21 +157,54 @@ def request_fields(request: Request) -> dict[str, Any]:
 
 
 def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
-    """iota's messages as Chat Completions messages, each with its index: tool calls on the
-    assistant message, each tool result a `tool` message. System and compaction records are not
-    conversation and are left out (the system prompt comes from the request, first)."""
+    """iota's messages as Chat Completions messages, each with the index of the message its group
+    starts at: tool calls on the assistant message, each tool result a `tool` message. System and
+    compaction records are not conversation and are left out (the system prompt comes from the
+    request, first).
+
+    The API wants the results right after the call, so a notice recorded between them is sent
+    after the results. An assistant message with tool calls, its results and the notices held
+    back meanwhile are one group: they share the group's start index, so the kept wire history
+    (`_wire`) never keeps half a group and converts the rest without knowing what it waits for."""
     wire: list[tuple[int, dict[str, Any]]] = []
+    waiting: set[str] = set()  # the last tool calls' ids not yet answered
+    held: list[dict[str, Any]] = []  # what came between those calls and their results
+    group = 0  # the start index of the group being built
     for index, message in enumerate(messages):
+        if not waiting:
+            group = index
         if message.role == USER and message.content:  # notices included: to the model they are user text
-            wire.append((index, {"role": "user", "content": message.content}))
+            entry = {"role": "user", "content": message.content}
+            if waiting:
+                held.append(entry)
+            else:
+                wire.append((group, entry))
         elif message.role == ASSISTANT and (message.content or message.tool_calls):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            entry = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
                     for c in message.tool_calls
                 ]
-            wire.append((index, entry))
+            # Calls left unanswered (a log repaired elsewhere answers them) end their group here.
+            wire.extend((group, held_entry) for held_entry in held)
+            group, held = index, []
+            wire.append((group, entry))
+            waiting = {c.id for c in message.tool_calls}
         elif message.role == TOOL:
-            wire.append((index, {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}))
-    return wire
+            wire.append((group, {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}))
+            waiting.discard(message.tool_call_id)
+            if message.mounted_tools:
+                # Tool schemas loaded into the history (a deferred tool, `system-tools` mode): a
+                # system message with `tools` and no content, held back, like a notice, until
+                # every result of the round is sent.
+                held.append({"role": "system", "tools": [_function(tool) for tool in message.mounted_tools]})
+            if not waiting:
+                wire.extend((group, held_entry) for held_entry in held)
+                held = []
+    return wire + [(group, entry) for entry in held]
+
+
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": tool.get("name"), "description": tool.get("description"),
+                                             "parameters": tool.get("parameters")}}

@@ -1,6 +1,7 @@
-"""Session bundles: ids, `meta.json`, the one writer, and `iota list sessions`.
+"""Session bundles: ids, the one writer, and `iota list sessions`.
 
-A bundle is a directory holding `meta.json` (a directory without one is not a bundle):
+A bundle is a directory holding `meta.json` or `messages.jsonl` (an empty directory is not a
+bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.meta):
 
     ~/.iota/sessions/<id>/                     chat-mode and bot sessions
     ~/.iota/sessions/projects/<slug>/<id>/     agent-mode sessions, one bucket per project
@@ -11,19 +12,21 @@ A bundle is a directory holding `meta.json` (a directory without one is not a bu
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
 touches nothing until the first append (a chat that is never used leaves no trace);
 `Session.create` writes the bundle at once (a bot publishes its pointer only after its bundle
-exists); `Session.open` resumes one. Writing always happens under the bundle's `.lock`.
+exists); `Session.open` resumes one: it cuts a torn tail, loads the view, closes a turn the
+last process did not live to finish (appending the records that close it) and recounts the
+messages. Writing always happens under the bundle's `.lock`.
 
-Everything here is blocking file I/O (an append ends in fsync). The chat calls it from a worker
-thread, shielded from cancellation, so a turn's batch is never torn by Ctrl+C.
+Everything here is blocking file I/O (a durable append ends in fsync). The chat calls it from a
+worker thread, shielded from cancellation, so a record is never torn by Ctrl+C.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
 import shutil
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +36,7 @@ from typing import Any
 
 from iota.sessions import locking
 from iota.errors import AmbiguousSession, SessionError, SessionNotFound
-from iota.messages import COMPACTION, Message
+from iota.messages import ASSISTANT, COMPACTION, PARTIAL, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER, Message
 from iota.paths import sessions_dir
 from iota.sessions.log import (
     INTERRUPTED_RESULT,
@@ -42,39 +45,36 @@ from iota.sessions.log import (
     SessionView,
     cut_torn_tail,
     encode_record,
-    json_bytes,
     load_log,
     repair_tail,
 )
+from iota.sessions.meta import (
+    META_NAME,
+    now_stamp,
+    parse_stamp,
+    read_meta,
+    read_or_rebuild_meta,
+    render_meta,
+    write_all,
+    write_atomically,
+)
 
-# The session log's public names are re-exported, so callers need only `iota.sessions.bundle`.
+# The session log's and meta's public names are re-exported, so callers need only `iota.sessions.bundle`.
 __all__ = [
-    "INTERRUPTED_RESULT", "Session", "SessionInfo", "SessionView", "format_session_list", "list_sessions",
-    "delete_session", "new_session_id", "read_meta", "relative_time", "render_meta", "repair_tail", "resolve_session",
-    "session_label", "write_atomically",
+    "INTERRUPTED_RESULT", "META_NAME", "Session", "SessionInfo", "SessionView", "format_session_list",
+    "list_sessions", "delete_session", "new_session_id", "now_stamp", "parse_stamp", "read_meta", "relative_time",
+    "render_meta", "repair_tail", "resolve_session", "session_label", "write_atomically",
 ]
 
-META_NAME = "meta.json"
 LOCK_NAME = ".lock"
 # Crockford's base32, lower case: no i, l or o (they read as digits), no u (no accidental words).
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 ID_LENGTH = 12
-
-_HEAD_KEYS = ("v", "id", "created_at", "updated_at", "provider", "model")
-# Written only when set, in this order, between `model` and `message_count`.
-_OPTIONAL_KEYS = (
-    "temperature", "top_p", "context_window", "effort", "image", "aspect_ratio", "image_size",
-    "negative_prompt", "json_edits", "base_url", "cwd", "title", "agent", "param_sources",
-)
-_KNOWN_KEYS = frozenset((*_HEAD_KEYS, *_OPTIONAL_KEYS, "message_count"))
+TURN_ID_LENGTH = 8
 # The loader's checkpoint (see iota.sessions.log). Other programs preserve it as an unknown key.
 _INDEX_KEY = "view_index"
 _PLAUSIBLE_ID = re.compile(r"[0-9A-Za-z]+")
-
-
-def now_stamp() -> str:
-    """The current time as meta.json writes it: RFC 3339, whole seconds, local offset."""
-    return datetime.now().astimezone().replace(microsecond=0).isoformat()
+MESSAGE_ROLES = frozenset({SYSTEM, USER, ASSISTANT, TOOL})
 
 
 # -- ids ---------------------------------------------------------------------------------------------
@@ -89,8 +89,13 @@ def new_session_id() -> str:
             return candidate
 
 
-def _random_id() -> str:
-    return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+def _random_id(length: int = ID_LENGTH) -> str:
+    return "".join(secrets.choice(ID_ALPHABET) for _ in range(length))
+
+
+def new_turn_id() -> str:
+    """A short id for the records of one turn; unique enough within one log."""
+    return _random_id(TURN_ID_LENGTH)
 
 
 def _bucket_dirs() -> list[Path]:
@@ -103,9 +108,13 @@ def _bucket_dirs() -> list[Path]:
     return buckets
 
 
+def is_bundle(path: Path) -> bool:
+    return (path / META_NAME).is_file() or (path / LOG_NAME).is_file()
+
+
 def _bundles_in(bucket: Path) -> list[Path]:
     try:
-        return sorted(path for path in bucket.iterdir() if (path / META_NAME).is_file())
+        return sorted(path for path in bucket.iterdir() if is_bundle(path))
     except FileNotFoundError:
         return []
 
@@ -140,62 +149,6 @@ def resolve_session(prefix: str, scope: Path | None = None) -> Path:
     raise SessionNotFound(f'no session matches "{prefix}"')
 
 
-# -- meta.json ---------------------------------------------------------------------------------------
-
-
-def render_meta(meta: dict[str, Any]) -> bytes:
-    """meta.json's bytes: fixed key order, unset optional keys left out, unknown keys kept at the end."""
-    ordered: dict[str, Any] = {"v": meta.get("v", 1)}
-    ordered.update((key, meta.get(key, "")) for key in _HEAD_KEYS[1:])
-    ordered.update((key, meta[key]) for key in _OPTIONAL_KEYS if meta.get(key))
-    ordered["message_count"] = meta.get("message_count", 0)
-    ordered.update((key, value) for key, value in meta.items() if key not in _KNOWN_KEYS)
-    return json_bytes(ordered, indent=2)
-
-
-def read_meta(bundle: Path) -> dict[str, Any]:
-    path = bundle / META_NAME
-    try:
-        meta = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise SessionError(f"failed to read {path}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise SessionError(f"failed to read {path}: not valid JSON ({exc})") from exc
-    if not isinstance(meta, dict):
-        raise SessionError(f"failed to read {path}: not a JSON object")
-    return meta
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves the old file or the new, never half of one.
-
-    The bytes go to `<name>.tmp` beside it and are fsynced before the rename; the directory is
-    fsynced after it, or the rename itself could be lost.
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 # -- the writer --------------------------------------------------------------------------------------
 
 
@@ -212,6 +165,9 @@ class Session:
         self._lock: locking.HeldLock | None = None
         self._log_fd: int | None = None
         self._closed = False
+        # Records of one turn can come from several threads at once (tool calls run side by
+        # side); one batch at a time keeps the index's offsets in log order.
+        self._writing = threading.Lock()
 
     @classmethod
     def new(cls, bucket: Path, *, provider: str, model: str, **fields: Any) -> Session:
@@ -231,20 +187,22 @@ class Session:
 
     @classmethod
     def open(cls, bundle: Path) -> Session:
-        """Resume a bundle for writing: lock it, cut a torn log tail, load the view.
+        """Resume a bundle for writing: lock it, rebuild a lost meta.json, cut a torn log tail,
+        load the view, close a turn the last process did not finish, recount the messages.
 
-        Warnings (a cut tail, skipped lines) are in `session.view.warnings` for the caller to show.
+        Warnings (a rebuilt meta.json, a cut tail, skipped lines, repairs) are in
+        `session.view.warnings` for the caller to show. A repair that cannot be saved (a full
+        disk) still holds in the view, with a warning; it is tried again at the next open.
         """
-        if not (bundle / META_NAME).is_file():
+        log = bundle / LOG_NAME
+        if not is_bundle(bundle):
             raise SessionNotFound(f"session {bundle.name} not found")
         lock = _lock_bundle(bundle)
         try:
-            meta = read_meta(bundle)
-            log = bundle / LOG_NAME
+            meta, rebuilt = read_or_rebuild_meta(bundle)
             cut = cut_torn_tail(log) if log.exists() else None
             view, index = load_log(log, meta.get(_INDEX_KEY))
-            if cut:
-                view.warnings.insert(0, cut)
+            view.warnings[:0] = [warning for warning in (rebuilt, cut) if warning]
             session = cls(bundle, meta, view, index)
             session._lock = lock
             session._store_checkpoint()
@@ -255,7 +213,21 @@ class Session:
         except BaseException:
             lock.release()
             raise
+        session._settle(rebuilt=rebuilt is not None)
         return session
+
+    def _settle(self, *, rebuilt: bool) -> None:
+        """Save what opening found: the records closing an unfinished turn, a rebuilt meta.json.
+        The true count is kept in memory either way and lands with the next write. `updated_at`
+        is left as it was: a repair is not activity (the bot's away notice measures from it)."""
+        self.meta["message_count"] = self.view.message_count
+        try:
+            if self.view.closing:
+                self.append(self.view.closing, meta=False)
+            if self.view.closing or rebuilt:
+                self._write_meta()
+        except SessionError as error:
+            self.view.warnings.append(f"{error}; the repair holds for this run and is tried again at the next open")
 
     @property
     def on_disk(self) -> bool:
@@ -266,12 +238,20 @@ class Session:
         """Conversation messages written so far; a compaction's `compacted_through` is counted against it."""
         return self._index.conversation_count
 
-    def append(self, messages: Sequence[Message]) -> None:
-        """Write a batch: every line, one fsync, one meta.json rewrite. All of it or none of it.
+    def append(self, messages: Sequence[Message], *, durable: bool = True, meta: bool = True) -> None:
+        """Write a batch: every line, then (`durable`) one fsync, then (`meta`) one meta.json
+        rewrite. All of it or none of it.
 
-        A batch that fails part way is cut back off the log and raised as `SessionError`, so a
-        turn is either in the log whole or not at all.
+        A record the person may rely on is written durably; streamed text and the bookkeeping
+        inside a turn need not be (a killed process loses nothing written). meta.json is
+        rewritten at the end of a turn rather than after each of its records: its count is
+        recounted from the log at every open. A batch that fails part way is cut back off the
+        log and raised as `SessionError` naming what was not written.
         """
+        with self._writing:
+            self._append(messages, durable=durable, meta=meta)
+
+    def _append(self, messages: Sequence[Message], *, durable: bool, meta: bool) -> None:
         if self._closed:
             raise SessionError(f"session {self.id} was closed; nothing more can be saved to it")
         if not messages:
@@ -284,27 +264,30 @@ class Session:
         start = os.fstat(fd).st_size
         try:
             for line in lines:
-                _write_all(fd, line)
-            os.fsync(fd)
+                write_all(fd, line)
+            if durable:
+                os.fsync(fd)
         except BaseException as exc:
             try:
                 os.ftruncate(fd, start)
             except OSError:
                 pass  # the first error is the one to report; a torn last line is cut on the next open
             if isinstance(exc, OSError):
-                raise SessionError(f"failed to save session {self.id}: {exc.strerror}") from exc
+                raise SessionError(f"failed to save session {self.id}: {describe(messages)} not written to "
+                                   f"{LOG_NAME}: {exc.strerror}") from exc
             raise
         offset = start
         for message, line in zip(messages, lines):
             self._index.note(offset, message.role, message.compacted_through)
             offset += len(line)
-        markers = sum(message.role == COMPACTION for message in messages)
         count = self.meta.get("message_count")
-        self.meta["message_count"] = (count if type(count) is int else 0) + len(messages) - markers
-        if markers:
+        self.meta["message_count"] = (count if type(count) is int else 0) + sum(
+            message.role in MESSAGE_ROLES for message in messages)
+        if any(message.role == COMPACTION for message in messages):
             self._store_checkpoint()
-        self.meta["updated_at"] = now_stamp()
-        self._write_meta()
+        if meta:
+            self.meta["updated_at"] = now_stamp()
+            self._write_meta()
 
     def update_meta(self, **changes: Any) -> None:
         """Set meta fields; meta.json (and `updated_at`) change only if a value really changed."""
@@ -365,7 +348,8 @@ class Session:
         try:
             write_atomically(self.dir / META_NAME, render_meta(self.meta))
         except OSError as exc:
-            raise SessionError(f"failed to save session {self.id}: {META_NAME}: {exc.strerror}") from exc
+            raise SessionError(f"failed to save session {self.id}: {META_NAME} not updated: {exc.strerror} "
+                               f"(the messages are in {LOG_NAME})") from exc
 
 
 def delete_session(bundle: Path) -> None:
@@ -378,6 +362,25 @@ def delete_session(bundle: Path) -> None:
         raise SessionError(f"cannot delete session {bundle.name}: {error.strerror or error}") from None
     finally:
         held.release()
+
+
+def describe(messages: Sequence[Message]) -> str:
+    """What a batch holds, in words, for an error that says what was not written."""
+    names = []
+    for message in messages:
+        if message.role == USER:
+            name = "a notice" if message.notice else "your message"
+        elif message.role == ASSISTANT:
+            name = "the reply" if not message.tool_calls else f"the reply asking for {message.tool_calls[0].name}"
+        elif message.role == TOOL:
+            name = f"the result of {message.tool_call_name or 'a tool call'}"
+        else:
+            name = {SYSTEM: "the system prompt", COMPACTION: "the compaction", PARTIAL: "the streamed reply text",
+                    TOOL_STARTED: "the start of a tool call", TURN_END: "the end of the turn"}.get(
+                        message.role, f"a {message.role} record")
+        if name not in names:
+            names.append(name)
+    return ", ".join(names)
 
 
 def check_not_open(bundle: Path) -> None:
@@ -438,7 +441,7 @@ def list_sessions(scope: Path | None = None) -> list[SessionInfo]:
     infos = [SessionInfo.read(bundle) for bundle in bundles]
 
     def newest_first(info: SessionInfo) -> tuple[bool, float]:
-        when = _parse_stamp(info.updated_at)
+        when = parse_stamp(info.updated_at)
         return (when is None, -when.timestamp() if when is not None else 0.0)
 
     return sorted(infos, key=newest_first)
@@ -459,7 +462,7 @@ def session_label(info: SessionInfo, now: datetime) -> str:
 
 
 def relative_time(stamp: str, now: datetime) -> str:
-    when = _parse_stamp(stamp)
+    when = parse_stamp(stamp)
     if when is None:
         return "unknown"
     seconds = (now - when).total_seconds()
@@ -470,12 +473,3 @@ def relative_time(stamp: str, now: datetime) -> str:
     if seconds < 86400:
         return f"{int(seconds // 3600)}h ago"
     return when.astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def _parse_stamp(stamp: str) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    # A stamp without an offset was written in local time.
-    return when if when.tzinfo is not None else when.astimezone()

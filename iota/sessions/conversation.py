@@ -4,14 +4,18 @@ The messages are the session's live view without its system record (the system p
 composed at send time). Notices — a background job that finished, a resume notice, a memory
 write — are user-role records with `notice: true`; they go out ahead of the next message.
 
-Saving is all or nothing per turn: `keep` appends the turn's records to the bundle in one batch
-and only then to the live view, so a failed save leaves both as they were. A chat that does not
-save (`--no-save`) has no session until `/save` gives it one; `save_as` then writes the whole
-backlog in one append.
+A turn's records are written as they happen (`record`: the user's message, each reply, each
+tool result, the streamed text), and join the live view when the turn settles (`add`): until
+then the turn's own list is what the next request is built from. Records outside a turn
+(notices, the unsent message of a cancelled send) are written and added at once (`keep`). A
+chat that does not save (`--no-save`) has no session until `/save` gives it one; `save_as` then
+writes the whole backlog in one append, without turn ids: those turns are over, and no
+`turn_end` was ever written for them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from iota.messages import SYSTEM, USER, Message
@@ -43,16 +47,24 @@ class Conversation:
     def saving(self) -> bool:
         return self.session is not None
 
-    def keep(self, records: list[Message]) -> None:
-        """Save a finished (or interrupted) turn's records, then add them to the live view.
+    def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
+        """Write records to the bundle (when saving) without adding them to the live view.
         Blocking I/O: the chat calls it in a thread, shielded from cancellation."""
         if self.session is not None:
-            self._append(self.session, records)
+            self._append(self.session, records, durable=durable, meta=meta)
+
+    def add(self, records: list[Message]) -> None:
+        """Add records already written (or never to be) to the live view."""
         self.messages.extend(records)
+
+    def keep(self, records: list[Message]) -> None:
+        """Save records, then add them to the live view. Blocking I/O, like `record`."""
+        self.record(records, meta=True)
+        self.add(records)
 
     def save_as(self, session: Session) -> None:
         """Start saving: write the whole backlog to `session` in one append (`/save`)."""
-        self._append(session, list(self.messages))
+        self._append(session, [dataclasses.replace(m, turn="") for m in self.messages])
         self.session = session
 
     def apply_compaction(self, record: Message, messages: list[Message]) -> None:
@@ -61,10 +73,10 @@ class Conversation:
             self._append(self.session, [record])
         self.messages = list(messages)
 
-    def _append(self, session: Session, records: list[Message]) -> None:
+    def _append(self, session: Session, records: list[Message], *, durable: bool = True, meta: bool = True) -> None:
         if self.instructions and not self.system_saved:
             records = [Message(SYSTEM, content=self.instructions), *records]
-        session.append(records)
+        session.append(records, durable=durable, meta=meta)
         self.system_saved = True
 
 

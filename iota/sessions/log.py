@@ -1,7 +1,16 @@
 """A session's `messages.jsonl`: writing records, cutting a torn tail, loading the live view.
 
-The log is append-only: one compact JSON record per line, never rewritten. Compaction does not
-delete anything either; it appends a marker `{"role":"compaction","content":<summary>,
+The log is append-only: one compact JSON record per line, never rewritten. Records are written
+as they happen, each with one `write`: the user's message before it is sent, streamed reply text
+about once a second (`partial` records), each assistant record as its reply completes, a
+`tool_started` mark before each tool call runs, each result as its call returns, and
+`turn_end` when the turn is over; every record of a turn carries the turn's id. What iota
+acknowledges (the user's message, replies, results, notices, compactions, the end of a turn) is
+fsynced before iota goes on; partial text is not (a killed process loses nothing that reached
+`write`; only a crash of the machine can take the last second of streamed text with it).
+`iota.sessions.repair` turns these records into the view, closing a turn that never ended.
+
+Compaction does not delete anything either; it appends a marker `{"role":"compaction","content":<summary>,
 "compacted_through":N,...}` that says "the first N conversation messages are summarised". The
 live view the model is sent is then
 
@@ -10,7 +19,8 @@ live view the model is sent is then
     conversation messages N+1 … to the end of the log.
 
 Conversation messages are the user, assistant and tool records; N counts them from the start
-of the log. System records, compaction markers and records of unknown roles are not counted.
+of the log. System records, compaction markers, the bookkeeping records (`partial`,
+`tool_started`, `turn_end`) and records of unknown roles are not counted.
 
 Loading without re-reading history
 ----------------------------------
@@ -18,11 +28,12 @@ A bot's log never ends: after a year it may hold a hundred thousand records of w
 needs the last fifty. Scanning the whole file on every start would make each start slower than
 the last, so the view is loaded from a *checkpoint* kept in meta.json under `view_index`:
 
-    "view_index": {"offset": 81234567, "conversation": 99950, "line_sha256": "…",
+    "view_index": {"offset": 81234567, "conversation": 99950, "messages": 99951, "line_sha256": "…",
                    "system": {"offset": 0, "line_sha256": "…"}}
 
 `offset` is where a line starts; `conversation` is how many conversation records come before
-it; `system` points at the last system record before it (null when there is none). The loader
+it, `messages` how many message records (system ones too: meta.json's `message_count`, which
+is recounted from it at every open, so a turn cut short is counted right); `system` points at the last system record before it (null when there is none). The loader
 reads the system record there, then scans from `offset` to the end of the file, exactly as a
 full scan would from byte 0. Nothing before `offset` can matter to the view as long as the last
 compaction marker lies after `offset` and retains from a message at or after it, and the
@@ -50,18 +61,20 @@ import hashlib
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from iota.errors import SessionError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
+from iota.sessions.repair import BOOKKEEPING_ROLES, INTERRUPTED_RESULT, LOG_NAME, assemble, repair_tail
 
-LOG_NAME = "messages.jsonl"
+__all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "encode_record",
+           "json_bytes", "load_log", "repair_tail", "summary_preamble"]
+
 # The longest line (record plus newline) written to or read from the log.
 LINE_CAP = 32 * 1024 * 1024
-INTERRUPTED_RESULT = "interrupted: no result was recorded"
 SUMMARY_HEADER = "[Earlier conversation summary]\n"
 SUMMARY_FOOTER = "\n\n———\n\n"
 CONVERSATION_ROLES = frozenset({USER, ASSISTANT, TOOL})
@@ -162,30 +175,6 @@ def _previous_newline(f: BinaryIO, before: int) -> int:
     return -1
 
 
-# -- repair ------------------------------------------------------------------------------------------
-
-
-def repair_tail(messages: Sequence[Message]) -> list[Message]:
-    """Error results for the tool calls at the end of `messages` that never got one.
-
-    A turn killed between the model asking for tools and their results being written leaves
-    calls no provider will accept without results. The caller appends these to the log.
-    """
-    answered: set[str] = set()
-    for message in reversed(messages):
-        if message.role == TOOL:
-            answered.add(message.tool_call_id)
-            continue
-        if message.role != ASSISTANT:
-            return []
-        return [
-            Message(TOOL, INTERRUPTED_RESULT, tool_call_id=call.id, tool_call_name=call.name, is_error=True)
-            for call in message.tool_calls
-            if call.id not in answered
-        ]
-    return []
-
-
 # -- loading -------------------------------------------------------------------------------------------
 
 
@@ -200,6 +189,11 @@ class SessionView:
     # The usage of the last assistant record (that has one) after the last compaction marker.
     last_usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
+    # Records to append that close a turn the log ends in (see iota.sessions.repair); they are
+    # already in `messages`.
+    closing: list[Message] = field(default_factory=list)
+    # Message records in the whole log, system records included (meta.json's `message_count`).
+    message_count: int = 0
 
 
 class LogIndex:
@@ -209,8 +203,9 @@ class LogIndex:
     `systems` the offsets of the last system record before them and of every one after.
     """
 
-    def __init__(self, base: int = 0, systems: list[int] | None = None):
+    def __init__(self, base: int = 0, systems: list[int] | None = None, messages: int = 0):
         self.base = base
+        self.messages = messages  # message records (system ones too) in the log
         self.offsets: list[int] = []
         self.systems: list[int] = systems or []
         self.compacted_through: int | None = None
@@ -224,8 +219,10 @@ class LogIndex:
     def note(self, offset: int, role: str, compacted_through: int | None = None) -> None:
         if role == SYSTEM:
             self.systems.append(offset)
+            self.messages += 1
         elif role in CONVERSATION_ROLES:
             self.offsets.append(offset)
+            self.messages += 1
         elif role == COMPACTION:
             self.compacted_through = compacted_through or 0
             self.compaction_offset = offset
@@ -252,15 +249,18 @@ class LogIndex:
         if at == 0:
             return None
         before = bisect_left(self.offsets, at)
+        system_before = bisect_left(self.systems, at)
+        # The message records from `at` on are conversation records and system records.
+        messages_before = self.messages - (len(self.offsets) - before) - (len(self.systems) - system_before)
         self.base += before
         del self.offsets[:before]
-        system_before = bisect_left(self.systems, at)
         del self.systems[: max(0, system_before - 1)]
         with open(log_path, "rb") as f:
             system = None
             if system_before:
                 system = {"offset": self.systems[0], "line_sha256": _line_hash(f, self.systems[0])}
-            return {"offset": at, "conversation": self.base, "line_sha256": _line_hash(f, at), "system": system}
+            return {"offset": at, "conversation": self.base, "messages": messages_before,
+                    "line_sha256": _line_hash(f, at), "system": system}
 
 
 def load_log(path: Path, checkpoint: Any = None) -> tuple[SessionView, LogIndex]:
@@ -282,16 +282,17 @@ def load_log(path: Path, checkpoint: Any = None) -> tuple[SessionView, LogIndex]
 def _validated_start(f: BinaryIO, checkpoint: Any) -> tuple[int, LogIndex, dict[str, Any] | None] | None:
     try:
         offset, base, digest = checkpoint["offset"], checkpoint["conversation"], checkpoint["line_sha256"]
-        system = checkpoint["system"]
+        messages, system = checkpoint["messages"], checkpoint["system"]
         system_offset, system_digest = (system["offset"], system["line_sha256"]) if system is not None else (None, None)
     except (TypeError, KeyError):
         return None
-    if not (type(offset) is int and type(base) is int and offset > 0 and base >= 0):
+    if not (type(offset) is int and type(base) is int and type(messages) is int and offset > 0
+            and 0 <= base <= messages):
         return None
     if _line_hash(f, offset) != digest:
         return None
     if system_offset is None:
-        return offset, LogIndex(base), None
+        return offset, LogIndex(base, messages=messages), None
     if not (type(system_offset) is int and 0 <= system_offset < offset):
         return None
     if _line_hash(f, system_offset) != system_digest:
@@ -300,17 +301,20 @@ def _validated_start(f: BinaryIO, checkpoint: Any) -> tuple[int, LogIndex, dict[
     record = _decode(f.readline(LINE_CAP))
     if record is None or record["role"] != SYSTEM:
         return None
-    return offset, LogIndex(base, [system_offset]), record
+    # The system record before the checkpoint was counted in `messages`; noting it again would count it twice.
+    return offset, LogIndex(base, [system_offset], messages), record
 
 
 def _scan(
     f: BinaryIO, start: int, index: LogIndex, system: dict[str, Any] | None
 ) -> tuple[SessionView, LogIndex] | None:
     """Read records from `start` to the end. None if the view needs records before `start`."""
-    # conversation[i] is the line of conversation record number index.base + i. Lines, not
-    # decoded records: bytes are not tracked by the garbage collector, and a hundred thousand
-    # live dicts make each of its full passes slow. Only the retained ones are decoded again.
-    conversation: list[bytes] = []
+    # The lines of the conversation and bookkeeping records, and where conversation record
+    # number index.base + i is among them (positions[i]). Lines, not decoded records: bytes are
+    # not tracked by the garbage collector, and a hundred thousand live dicts make each of its
+    # full passes slow. Only the retained ones are decoded again.
+    lines: list[bytes] = []
+    positions: list[int] = []
     compaction: dict[str, Any] | None = None
     last_usage: Any = None
     unreadable: list[int] = []
@@ -324,12 +328,16 @@ def _scan(
         if role == SYSTEM:
             system = record
         elif role in CONVERSATION_ROLES:
-            conversation.append(line)
+            positions.append(len(lines))
+            lines.append(line)
             if role == ASSISTANT and isinstance(record.get("usage"), dict):
                 last_usage = record["usage"]
         elif role == COMPACTION:
             compaction = record
             last_usage = None
+        elif role in BOOKKEEPING_ROLES:
+            lines.append(line)
+            continue
         else:
             continue
         index.note(offset, role, Message.from_record(record).compacted_through if role == COMPACTION else None)
@@ -339,10 +347,16 @@ def _scan(
     if retained < index.base:
         return None
 
-    view = SessionView(warnings=_unreadable_warnings(unreadable))
+    # The retained records start at the first retained conversation record; when none is
+    # retained, after the last one (a turn's bookkeeping can follow it).
+    first = positions[retained - index.base] if retained < index.conversation_count else (
+        positions[-1] + 1 if positions else 0)
+    assembled = assemble([json.loads(line) for line in lines[first:]])
+    view = SessionView(warnings=_unreadable_warnings(unreadable) + assembled.warnings, closing=assembled.closing,
+                       message_count=index.messages)
     if system is not None and not system.get("system_cleared"):
         view.messages.append(Message.from_record(system))
-    tail = [Message.from_record(json.loads(line)) for line in conversation[retained - index.base :]]
+    tail = assembled.messages
     if compaction is not None:
         view.summary = Message.from_record(compaction).content
         preamble = summary_preamble(view.summary)

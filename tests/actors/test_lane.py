@@ -24,6 +24,7 @@ from actors.commands import COMMANDS
 from actors.events import Choose, ErrorLine, Notice, Panel, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Command, JobNote, Lane, UserMessage
 from actors.notifier import open_host_link
+from iota.agent import FAILED_NOTICE
 from iota.config import settings
 from iota import paths
 from iota.chat import ChatSetup, prepare_chat
@@ -31,6 +32,7 @@ from iota.sessions.conversation import Conversation
 from iota.messages import Message
 from iota.sessions.bundle import Session
 from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
+from tests.support.logs import conversation_records
 
 BOUND = 10  # seconds: a bound on a hang, never a measurement
 DECLINED = "The user declined this call."
@@ -100,6 +102,12 @@ def open_lane(project):
 
 
 def records(session: Session) -> list[dict]:
+    """The conversation records of the log, as a reader that ignores the turn bookkeeping sees
+    them (`all_records` has everything)."""
+    return conversation_records(all_records(session))
+
+
+def all_records(session: Session) -> list[dict]:
     log = session.dir / "messages.jsonl"
     if not log.exists():
         return []
@@ -276,7 +284,8 @@ async def test_interrupt_cancels_a_running_command_and_the_lane_goes_on(open_lan
 # ---- a failed turn ----------------------------------------------------------------------------
 
 
-async def test_a_failed_turn_shows_an_error_and_saves_nothing(open_lane, fake_model, session):
+async def test_a_failed_turn_shows_an_error_and_keeps_the_message_with_a_notice_of_the_failure(
+        open_lane, fake_model, session):
     fake_model.reply("hello")
     fake_model.fail(400, message="bad request from the test")
     fake_model.reply("after the failure")
@@ -290,22 +299,23 @@ async def test_a_failed_turn_shows_an_error_and_saves_nothing(open_lane, fake_mo
         assert len(errors) == 1 and "bad request from the test" in errors[0].text
         assert "\n" not in errors[0].text
         assert events[-1] == TurnEnded(failed=True)
-        assert len(records(session)) == 2
-        assert [m.content for m in chat.conversation.messages] == ["hi", "hello"]
+        failure = FAILED_NOTICE.format(error=errors[0].text)
+        assert [m.content for m in chat.conversation.messages] == ["hi", "hello", "this one fails", failure]
         chat.submit("try again")
         await chat.until(TurnEnded)
-    # the failed message was never part of the conversation
-    assert user_texts(fake_model, 2) == ["hi", "try again"]
-    assert [r.get("content") for r in records(session)] == ["hi", "hello", "try again", "after the failure"]
+    # the failed message stays in the conversation, and the model is told that its turn failed
+    assert user_texts(fake_model, 2) == ["hi", "this one fails", failure, "try again"]
+    assert [r.get("content") for r in records(session)] == [
+        "hi", "hello", "this one fails", failure, "try again", "after the failure"]
 
 
-async def test_a_failed_first_turn_leaves_no_session_on_disk(open_lane, fake_model, session):
+async def test_a_failed_first_turn_keeps_the_message_on_disk(open_lane, fake_model, session):
     fake_model.fail(400)
     async with open_lane(Conversation(session=session)) as chat:
         chat.submit("hi")
         assert (await chat.until(TurnEnded))[-1] == TurnEnded(failed=True)
-    assert not session.on_disk
-    assert not session.dir.exists()
+    assert session.on_disk
+    assert [(r["role"], r.get("notice", False)) for r in records(session)] == [("user", False), ("user", True)]
 
 
 # ---- approvals --------------------------------------------------------------------------------

@@ -26,17 +26,18 @@ from iota.chat import prepare_chat
 from iota.sessions.conversation import Conversation
 from iota.sessions.bundle import Session
 from tests.support.fake_model import Gate, fake_model  # noqa: F401  (the fixture)
+from tests.support.logs import conversation_records
 
 BOUND = 10  # seconds: a bound on a hang, never a measurement
 
 
 @pytest.fixture
 def held_signals():
-    """Harmless handlers for SIGTERM and SIGHUP while the test runs; what they caught (only a
-    signal that came while the supervisor was not listening) is the fixture's value."""
+    """Harmless handlers for SIGINT, SIGTERM and SIGHUP while the test runs; what they caught
+    (only a signal that came while the supervisor was not listening) is the fixture's value."""
     caught: list[int] = []
     previous = {signum: signal.signal(signum, lambda signum, frame: caught.append(signum))
-                for signum in (signal.SIGTERM, signal.SIGHUP)}
+                for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     yield caught
     for signum, handler in previous.items():
         signal.signal(signum, handler)
@@ -104,8 +105,9 @@ async def run(parts: ChatParts, face: Face) -> int:
 
 
 def records(session: Session) -> list[dict]:
+    """The conversation records of the log, the turn bookkeeping left out."""
     log = session.dir / "messages.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return conversation_records([json.loads(line) for line in log.read_text().splitlines()] if log.exists() else [])
 
 
 # ---- the way in ---------------------------------------------------------------------------------
@@ -217,7 +219,7 @@ async def test_quit_leaves_with_0_without_queueing(make_parts):
     assert await run(make_parts(commands={**COMMANDS, "hold": ("hold the lane", hold)}), Face(script)) == 0
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 async def test_a_signal_interrupts_the_turn_saves_what_it_finished_and_leaves_with_130(
         make_parts, fake_model, session, held_signals, signum):
     gate = Gate()

@@ -15,6 +15,7 @@ import pytest
 from iota import paths
 from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import Gate, tool_call
+from tests.support.logs import conversation_records
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
 
 AGENT = "  coder:\n    mode: agent\n    model: m\n    tools:\n      code:\n      shell: {sandbox: auto}\n"
@@ -34,8 +35,8 @@ def chat(iota, terminal):
 
 
 def saved_records(project=None, timeout: float = 5.0):
-    """Every record of the one saved session (waiting for it: a turn is saved just after its
-    reply is drawn)."""
+    """Every conversation record of the one saved session, the turn bookkeeping left out (waiting
+    for it: a turn is saved just after its reply is drawn)."""
     root = paths.project_sessions_dir(project) if project else paths.sessions_dir()
     deadline = time.monotonic() + timeout
     while True:
@@ -45,7 +46,7 @@ def saved_records(project=None, timeout: float = 5.0):
         time.sleep(0.02)
     assert len(bundles) == 1, bundles
     lines = (bundles[0] / "messages.jsonl").read_text().splitlines()
-    return bundles[0], [json.loads(line) for line in lines]
+    return bundles[0], conversation_records([json.loads(line) for line in lines])
 
 
 def test_send_a_message_and_see_the_reply(iota, chat):
@@ -403,7 +404,8 @@ def test_a_torn_log_is_repaired_on_resume_and_the_card_says_so(iota, chat):
     assert screen.wait_for_exit() == 0
     lines = log.read_text().splitlines()
     assert all(json.loads(line) for line in lines)  # nothing glued onto the torn stub
-    assert [json.loads(line)["content"] for line in lines] == ["question", "answer", "next", "fine"]
+    assert [r["content"] for r in conversation_records([json.loads(line) for line in lines])] == [
+        "question", "answer", "next", "fine"]
 
 
 def test_without_a_key_the_chat_says_what_to_set(iota, chat):

@@ -13,14 +13,18 @@ at `model.url`) can all talk to it, and its scripting API is plain thread-safe P
         assert model.requests[1].body["messages"][-1]["role"] == "user"
 
 Each request takes the next scripted answer, whichever dialect asked: `POST /v1/messages` is
-answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
+answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks,
+`POST …/responses` in the Responses API's events and `POST …/models/{model}:streamGenerateContent`
+in Gemini's chunks (see fake_dialects).
 The same API on the clouds: Vertex's `POST …/publishers/anthropic/models/{model}:streamRawPredict`
 is answered like /v1/messages; Bedrock's `POST /model/{model}/invoke-with-response-stream` gets
 the same events in AWS's binary event-stream framing, and its errors in Bedrock's shape. `POST
 /token` is a Google OAuth token endpoint for a stub credential (see `token_requests`).
 A request with nothing scripted (or to another path) gets a 500 that says so, with
 `x-should-retry: false` so no client retries it, and `assert_no_unexpected()` (called by the
-fixture at teardown) fails the test.
+fixture at teardown) fails the test — unless a responder is set (`respond_with`), which answers
+it from what it asks, like a model that always says the same to the same conversation (the soak
+test's model, which cannot know where a kill will land).
 
 A streamed reply is a preamble (message_start + ping / the role chunk), then *pieces* — the text
 split into `pieces` parts, then each tool call's argument JSON split into `fragments` parts —
@@ -30,6 +34,12 @@ preamble, `drop_after=1` after the first piece of text (see `reply` for the othe
 `stall_after`, `no_stop`, `drip`, `gate`). `fail`, `context_too_long` and `hang` script answers
 that are not streams. Stop reasons are written in Anthropic's words (end_turn, tool_use,
 max_tokens, refusal) and translated for OpenAI.
+
+It is as strict as the real APIs about the conversation it is sent (tests.support.api_rules): a
+tool call without its result right after it, a result without its call, empty content, and
+for Anthropic two messages of one role in a row, are answered with HTTP 400 and the real API's
+message, without taking a scripted answer. Such a request is kept in `rejected`, and
+`assert_no_unexpected()` fails the test for it too.
 
 Every request is recorded (path, headers, parsed JSON body), with whether the client went away
 before the server had finished (`disconnected`). The waiting helpers (`wait_for_request`,
@@ -55,6 +65,8 @@ try:
     import pytest
 except ImportError:  # the benchmarks run the server from a plain install, without the test extras
     pytest = None
+
+from tests.support.api_rules import conversation_error
 
 _OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -112,6 +124,7 @@ class _Stream:
     drop_after: int | None
     stall_after: int | None
     no_stop: bool
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -135,7 +148,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: Any  # the parsed JSON, or the text if it was not JSON
-    dialect: str | None  # "anthropic", "openai", "vertex", "bedrock", or None for a path the server does not serve
+    # "anthropic", "openai", "openresponses", "gemini", "vertex", "bedrock", or None for a path the server does not serve
+    dialect: str | None
     disconnected: bool = False  # the client went away before the server had finished answering
     raw_body: bytes = b""  # the body as sent (a signature covers these bytes)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -153,13 +167,42 @@ class _ServerClosing(Exception):
     pass
 
 
+def _stream(
+    text: str = "",
+    *,
+    tool_calls: list[ScriptedCall] | tuple[ScriptedCall, ...] = (),
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    stop_reason: str | None = None,
+    pieces: int = 3,
+    fragments: int = 4,
+    drip: float = 0.0,
+    gate: Gate | None = None,
+    error_after: int | None = None,
+    error_type: str = "overloaded_error",
+    error_message: str = "Overloaded",
+    drop_after: int | None = None,
+    stall_after: int | None = None,
+    no_stop: bool = False,
+    server_blocks: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+) -> _Stream:
+    """The streamed answer `FakeModel.reply` queues (its options are described there)."""
+    return _Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                   stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
+                   drop_after, stall_after, no_stop, list(server_blocks))
+
+
 class FakeModel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._script: deque[_Stream | _HttpFailure | _Hang] = deque()
         self._requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
+        self.rejected: list[tuple[RecordedRequest, str]] = []  # (request, why): what the real API refuses
         self._closing = threading.Event()
+        self._responder: Callable[[Any], dict[str, Any]] | None = None
         self._ids = itertools.count(1)
         self.token_requests: list[str] = []  # the bodies of the requests to POST /token
         self.token_lifetime = 3600  # the `expires_in` of the tokens /token hands out
@@ -173,36 +216,18 @@ class FakeModel:
 
     # --- scripting ------------------------------------------------------------------------
 
-    def reply(
-        self,
-        text: str = "",
-        *,
-        tool_calls: list[ScriptedCall] | tuple[ScriptedCall, ...] = (),
-        input_tokens: int = 10,
-        output_tokens: int = 5,
-        cache_read_tokens: int = 0,
-        cache_write_tokens: int = 0,
-        stop_reason: str | None = None,
-        pieces: int = 3,
-        fragments: int = 4,
-        drip: float = 0.0,
-        gate: Gate | None = None,
-        error_after: int | None = None,
-        error_type: str = "overloaded_error",
-        error_message: str = "Overloaded",
-        drop_after: int | None = None,
-        stall_after: int | None = None,
-        no_stop: bool = False,
-    ) -> None:
-        """Queue a streamed answer. `stop_reason` defaults to tool_use when there are tool calls,
-        else end_turn. Faults: `drip` seconds before each piece; `gate` holds pieces until
-        released; after `error_after` pieces an error event ends the stream; after `drop_after`
-        pieces the connection drops (mid chunked body); after `stall_after` pieces the server
-        goes silent but keeps the connection open; `no_stop` leaves out the end (message_stop /
-        finish_reason, usage and [DONE]) and closes the stream cleanly."""
-        self._push(_Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                           stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
-                           drop_after, stall_after, no_stop))
+    def reply(self, text: str = "", **options: Any) -> None:
+        """Queue a streamed answer. Options (see `_stream`): `tool_calls`, `input_tokens`,
+        `output_tokens`, `cache_read_tokens`, `cache_write_tokens`, `stop_reason` (default
+        tool_use when there are tool calls, else end_turn), `pieces`, `fragments`. Faults: `drip`
+        seconds before each piece; `gate` holds pieces until released; after `error_after`
+        pieces an error event ends the stream; after `drop_after` pieces the connection drops
+        (mid chunked body); after `stall_after` pieces the server goes silent but keeps the
+        connection open; `no_stop` leaves out the end (message_stop / finish_reason, usage and
+        [DONE]) and closes the stream cleanly. `server_blocks` (Anthropic only) come first:
+        blocks of Anthropic's own server tools (a `server_tool_use`, whose `input` is streamed as
+        JSON, and a `tool_search_tool_result`)."""
+        self._push(_stream(text, **options))
 
     def fail(self, status: int, *, retry_after_ms: int | None = 10, error_type: str | None = None,
              message: str | None = None) -> None:
@@ -219,6 +244,11 @@ class FakeModel:
         """Queue an answer that never comes: the server reads the request and then says nothing,
         not even the headers, until the client hangs up."""
         self._push(_Hang())
+
+    def respond_with(self, responder: Callable[[Any], dict[str, Any]] | None) -> None:
+        """Answer each request nothing is scripted for with `reply(**responder(body))`."""
+        with self._lock:
+            self._responder = responder
 
     def _push(self, scripted: _Stream | _HttpFailure | _Hang) -> None:
         with self._lock:
@@ -255,7 +285,9 @@ class FakeModel:
     def assert_no_unexpected(self) -> None:
         with self._lock:
             unexpected = [f"{r.method} {r.path}" for r in self.unexpected]
+            rejected = [why for _, why in self.rejected]
         assert not unexpected, f"the fake model got requests nothing was scripted for: {unexpected}"
+        assert not rejected, f"the fake model got requests the real API would reject: {rejected}"
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -285,23 +317,40 @@ class FakeModel:
         if path == "/token":
             self._serve_token(handler, raw)
             return
+        from tests.support import fake_dialects  # it imports this module's helpers
+
         dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else (
-            cloud_dialect(path))
+            cloud_dialect(path) or fake_dialects.dialect(path))
         record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect,
                                  raw_body=raw_body)
+        invalid = (conversation_error(dialect, body) or fake_dialects.conversation_error(dialect, body)) if dialect else None
         with self._lock:
             self._requests.append(record)
-            scripted = self._script.popleft() if dialect and self._script else None
-            if scripted is None:
+            scripted = self._script.popleft() if dialect and self._script and not invalid else None
+            responder = self._responder if dialect and not invalid and scripted is None else None
+        if responder is not None:
+            scripted = _stream(**responder(body))
+        with self._lock:
+            if invalid:
+                self.rejected.append((record, invalid))
+            elif scripted is None:
                 self.unexpected.append(record)
         handler.close_connection = True
         try:
-            if scripted is None:
+            if invalid and dialect == "gemini":
+                _send_json(handler, 400, *fake_dialects.gemini_failure(400, None, None, invalid, False))
+            elif invalid:
+                _send_json(handler, 400, *_failure_body(_HttpFailure(400, None, "invalid_request_error", invalid),
+                                                        dialect))
+            elif scripted is None:
                 error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
                 _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})
             elif isinstance(scripted, _HttpFailure) and dialect == "bedrock":
                 _send_json(handler, scripted.status, *bedrock_failure(*_failure_body(scripted, "anthropic"),
                                                                       context_too_long=scripted.context_too_long))
+            elif isinstance(scripted, _HttpFailure) and dialect == "gemini":
+                _send_json(handler, scripted.status, *fake_dialects.gemini_failure(
+                    scripted.status, scripted.retry_after_ms, scripted.error_type, scripted.message, scripted.context_too_long))
             elif isinstance(scripted, _HttpFailure):
                 _send_json(handler, scripted.status, *_failure_body(scripted, "anthropic" if dialect == "vertex" else dialect))
             elif isinstance(scripted, _Hang):
@@ -312,7 +361,8 @@ class FakeModel:
                 _StreamWriter(handler, self._closing).run(scripted, frames, content_type="application/vnd.amazon.eventstream")
             else:
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                frames = _openai_frames if dialect == "openai" else _anthropic_frames
+                frames = {"openai": _openai_frames, "openresponses": fake_dialects.responses_frames,
+                          "gemini": fake_dialects.gemini_frames}.get(dialect, _anthropic_frames)
                 _StreamWriter(handler, self._closing).run(scripted, frames(scripted, model, self._ids))
         except (_ClientGone, OSError):  # OSError: the client went while a plain answer was written
             record.disconnected = True
@@ -401,6 +451,11 @@ def _anthropic_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tupl
     steps: list[Step] = [(False, event("message_start", {"type": "message_start", "message": message})),
                          (False, event("ping", {"type": "ping"}))]
     blocks: list[tuple[dict[str, Any], str, list[str]]] = []
+    for block in scripted.server_blocks:
+        if "input" in block:  # its input arrives as JSON pieces, as a tool call's does
+            blocks.append(({**block, "input": {}}, "input_json_delta", _split(json.dumps(block["input"]), 2)))
+        else:
+            blocks.append((block, "", []))
     if scripted.text:
         blocks.append(({"type": "text", "text": ""}, "text_delta", _split(scripted.text, scripted.pieces)))
     for call in scripted.tool_calls:

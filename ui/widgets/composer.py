@@ -5,10 +5,11 @@ the terminal reports them as keys of their own (see `ui.app.ChatTerminal`). A pa
 one `Paste` key and lands at once: a short one as its text, a long one (more than
 `PASTE_INLINE_LINES` lines or `PASTE_INLINE_CHARS` characters) as a placeholder such as
 `[Pasted text #1 +300 lines]`, which is replaced by the pasted text when the message is sent.
-Up and Down on a one-line composer recall what was sent before. Tab completes a slash command
-from the suggestion row, cycling through the matches on each press. The usual line-editing keys
-work: Ctrl+A / Ctrl+E to the start / end of the line, Ctrl+U / Ctrl+K delete to it, Ctrl+W
-deletes the word before the cursor, Ctrl+D the character under it.
+Up and Down on a one-line composer recall what was sent before; a message whose turn failed is
+offered first (`offer_again`). Tab completes a slash command from the suggestion row, cycling
+through the matches on each press. The usual line-editing keys work: Ctrl+A / Ctrl+E to the
+start / end of the line, Ctrl+U / Ctrl+K delete to it, Ctrl+W deletes the word before the
+cursor, Ctrl+D the character under it.
 """
 
 from __future__ import annotations
@@ -186,6 +187,13 @@ class Composer(urwid.Edit):
         self._history.append(text)
         self._recalled = None
         self._replace_text("")
+
+    def offer_again(self, text: str) -> None:
+        """Make `text` (a message whose turn failed) the first thing Up recalls."""
+        if text in self._history:
+            self._history.remove(text)
+        self._history.append(text)
+        self._recalled = None
 
     def _complete(self) -> None:
         completion = self._suggestions.next_completion()

@@ -51,7 +51,8 @@ from functools import partial
 import urwid
 
 from actors.events import (Ask, CancelInnermost, Card, Choose, Focus, Hint, Interrupt, Leave, LoadOlder, Older,
-                           SendQueued, SlashCommands, Status, Submit, TakeBackQueued, TakenBack, TurnEnded)
+                           SendQueued, SlashCommands, Status, Submit, TakeBackQueued, TakenBack, TurnEnded,
+                           UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
 from ui.widgets.question import QuestionForm
@@ -92,6 +93,7 @@ class ChatLayout(urwid.WidgetWrap):
         self.status_row = StatusRow(clock)
         self._choices: deque[Choose | Ask | LocalChoice] = deque()
         self._chooser: Chooser | QuestionForm | None = None
+        self._last_sent = ""  # the message of the turn in progress, offered again if it fails
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
         self._arrange_bottom()
@@ -118,8 +120,12 @@ class ChatLayout(urwid.WidgetWrap):
 
     def apply(self, event: object) -> None:
         if self.transcript.apply(event):
-            if isinstance(event, TurnEnded):
+            if isinstance(event, UserEcho):
+                self._last_sent = event.text
+            elif isinstance(event, TurnEnded):
                 self._withdraw_choices()
+                if event.failed and self._last_sent:  # the message stays one Up away
+                    self.composer.offer_again(self._last_sent)
             return
         match event:
             case Status():
@@ -133,6 +139,10 @@ class ChatLayout(urwid.WidgetWrap):
                 self._arrange_bottom()
             case Older(events=events, more=more):
                 self.transcript.add_older(events, more)
+                if events and events[-1] == TurnEnded(failed=True):  # a resumed round that got no reply
+                    sent = [event.text for event in events if isinstance(event, UserEcho)]
+                    if sent:
+                        self.composer.offer_again(sent[-1])
             case Choose() | Ask():
                 self._ask(event)
             case SlashCommands(commands=commands):

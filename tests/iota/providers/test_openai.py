@@ -39,9 +39,10 @@ async def test_the_request_carries_system_tools_and_the_converted_conversation(f
             {"id": "toolu_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.txt"}'}},
             {"id": "toolu_2", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
         ]},
-        {"role": "user", "content": "Resumed after 3 hours (last activity 2026-09-29 18:04)"},
+        # the API wants the results right after their calls: a notice recorded between them follows them
         {"role": "tool", "tool_call_id": "toolu_1", "content": "hello"},
         {"role": "tool", "tool_call_id": "toolu_2", "content": "no such dir"},
+        {"role": "user", "content": "Resumed after 3 hours (last activity 2026-09-29 18:04)"},
         {"role": "assistant", "content": "a.txt says hello."},
         {"role": "user", "content": "thanks"},
     ]

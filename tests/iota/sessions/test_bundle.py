@@ -278,7 +278,7 @@ def test_a_batch_that_fails_part_way_is_cut_back_off_the_log(monkeypatch, failin
 
     monkeypatch.setattr(os, "write", write)
     monkeypatch.setattr(os, "fsync", fsync)
-    with pytest.raises(SessionError, match=rf"^failed to save session {session.id}: No space left on device$"):
+    with pytest.raises(SessionError, match=rf"^failed to save session {session.id}: your message not written to messages.jsonl: No space left on device$"):
         session.append([user("one"), user("two"), user("three")])
     assert log.read_bytes() == before
     assert json.loads((session.dir / "meta.json").read_text())["message_count"] == 1
@@ -290,9 +290,10 @@ def test_a_batch_that_fails_part_way_is_cut_back_off_the_log(monkeypatch, failin
 def test_undecodable_bytes_from_a_tool_survive_the_round_trip():
     text = b"caf\xe9 output".decode("utf-8", "surrogateescape")
     with new_session() as session:
-        session.append([Message("tool", text, tool_call_id="c1")])
+        session.append([Message("assistant", tool_calls=[ToolCall("c1", "shell", {})]),
+                        Message("tool", text, tool_call_id="c1")])
     with Session.open(session.dir) as reloaded:
-        assert reloaded.view.messages[0].content == text
+        assert reloaded.view.messages[1].content == text
 
 
 def test_a_record_over_the_line_cap_loses_its_content_tail():

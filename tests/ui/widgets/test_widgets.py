@@ -360,6 +360,26 @@ def test_up_and_down_recall_what_was_sent():
     assert screen.composer_text == ""
 
 
+def test_the_message_of_a_failed_turn_is_the_first_thing_up_recalls():
+    """A failed turn's message stays one Up away, also when more was typed while it ran (and
+    after a restart, where the resumed round that got no reply ends as failed)."""
+    screen = Screen()
+    for text in ("fix the test", "and the docs"):
+        screen.type(text)
+        screen.keys("enter")
+    screen.layout.apply(UserEcho("fix the test"))
+    screen.layout.apply(TurnEnded(failed=True))
+    screen.keys("up")
+    assert screen.composer_text == "fix the test"
+    screen.keys("up")
+    assert screen.composer_text == "and the docs"
+    resumed = Screen()
+    resumed.layout.apply(UserEcho("from the last run"))
+    resumed.layout.apply(TurnEnded(failed=True))
+    resumed.keys("up")
+    assert resumed.composer_text == "from the last run"
+
+
 def test_the_line_editing_keys():
     screen = Screen()
     screen.type("git commit -m")
