@@ -248,13 +248,15 @@ class Lane:
         return sum(tokens.count_each(texts))
 
     async def _count_overhead(self) -> None:
-        """Before the first job, a meter that is a local count gets the overhead (in a worker
-        thread: the encoding may still be loading, and keys must echo meanwhile)."""
+        """A meter that is a local count gets the overhead as soon as it is counted (in a worker
+        thread: the encoding may still be loading, and keys must echo meanwhile); jobs run in
+        the meantime, and a reply's own figure, if one comes first, makes it moot."""
         if self.meter.measured:
             return
-        messages = list(self.conversation.messages)
-        await trio.to_thread.run_sync(lambda: self.meter.reseed(messages, self.request_overhead()))
-        self.show_status()
+        overhead = await trio.to_thread.run_sync(self.request_overhead, abandon_on_cancel=True)
+        if not self.meter.measured:
+            self.meter.settled += overhead
+            self.show_status()
 
     @property
     def context_used(self) -> int:
@@ -271,7 +273,11 @@ class Lane:
         task_status.started()
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
-        await self._count_overhead()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._count_overhead)
+            await self._take_jobs()
+
+    async def _take_jobs(self) -> None:
         while True:
             job = await self.inbox.get()
             if isinstance(job, UserMessage):
