@@ -107,6 +107,8 @@ def test_a_slash_command_is_not_counted_as_queued(iota, chat):
     screen.type("hello")
     screen.send_keys("Enter")
     gate.release(1)
+    # What comes together with a line break inside is a paste: wait, as a person would.
+    screen.wait_for(re.compile(r"^sl$", re.MULTILINE))
     screen.type("/status")
     screen.send_keys("Enter")
     shown = screen.wait_for(re.compile(r"Responding"))
