@@ -157,3 +157,22 @@ def test_export_writes_outside_the_repository_and_says_where(iota, chat):
     assert path.startswith(str(iota.home / "Downloads") + "/") and path.endswith(".html")
     assert "hello" in open(path).read()
     assert not list(iota.cwd.glob("iota-*"))  # nothing in the project
+
+
+def test_the_resume_picker_says_a_session_is_open_elsewhere_and_asks_again(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("ok")
+    holder = chat("run", "chat")
+    send(holder, "hello")
+    holder.wait_for("ok")
+    held, _ = saved_records()
+    other = make_chat_session("Other", "the other question", "the other answer")
+    screen = chat.terminals.start([IOTA, "resume"], cols=110, rows=32, env=iota.env(), cwd=iota.cwd)
+    shown = screen.wait_for("Resume which session?")
+    rows = [row for row in shown.splitlines() if re.match(r"^[❯ ] \d\. ", row)]
+    held_row = next(n for n, row in enumerate(rows) if "Other" not in row)
+    screen.send_keys(*["Down"] * held_row, "Enter")
+    screen.wait_for(f"session {held.name} is open in another iota process")
+    screen.wait_for("— resume which session?")  # asked again, the app still up
+    screen.send_keys(*["Down"] * (1 - held_row), "Enter")
+    screen.wait_for(f"│ chat · resumed {other}")
