@@ -6,9 +6,11 @@
 `run` starts the screen, then runs four things side by side until the events channel closes:
 
     events ──► the event pump ──► ChatLayout.apply ──► (urwid redraws when trio next idles)
-    keys ──► urwid (TrioEventLoop) ──► ChatLayout ──► on_input / on_answer ──► the outbox
+    keys ──► ChatTerminal (a paste as one key) ──► urwid (TrioEventLoop) ──► ChatLayout
+         ──► on_input / on_answer ──► the outbox
     the outbox ──► the deliverer ──► `inputs` (Submit, Interrupt, …) or a Choose's or Ask's `reply`
     the status ticker: once a second, while the status row shows a timer, read the clock again
+    (and a hint such as `Press Ctrl+C again to exit` is taken away when its time is up)
 
 Key handlers run synchronously inside urwid, and a channel send may have to wait, so they only
 drop what they send into an unbounded outbox; one task sends it on, in order. urwid's trio loop
@@ -18,7 +20,8 @@ here calls draw_screen: applying an event is enough, and a burst of deltas costs
 The terminal is restored however `run` ends (the events closing, a cancel, an exception, a
 KeyboardInterrupt): `MainLoop.start()` is a context manager that stops the screen on the way out.
 Ctrl+Z is the terminal's SIGTSTP, which urwid's screen turns into "restore the terminal, stop,
-and redraw everything on `fg`".
+and redraw everything on `fg`". Once the screen is gone, `farewell()` is what to leave in the
+terminal: the last screen of the conversation and how to continue it.
 
 No heavy imports here or in the widgets: the first screen must not wait for the model SDK.
 """
