@@ -57,10 +57,9 @@ def parse(text: str) -> list:
 
 
 def top_level_starts(tokens: list) -> list[int]:
-    """The source line each top-level block starts on."""
-    return [token.map[0] for token in tokens if token.level == 0 and token.nesting >= 0 and token.map
-            and (token.nesting == 1 or token.type in ("fence", "code_block", "hr", "html_block"))] \
-        if tokens else []
+    """The source line each top-level block starts on (its opening token, or the one token of a
+    fence, a rule, an indented code block)."""
+    return [token.map[0] for token in tokens if token.level == 0 and token.nesting >= 0 and token.map]
 
 
 def block_widgets(tokens: list) -> list[urwid.Widget]:

@@ -125,8 +125,8 @@ def _marked_interrupted(block: urwid.Widget, has_text: bool) -> urwid.Widget:
 
 class ToolBlock(urwid.WidgetWrap):
     """One tool call: `• name target` (and the whole command when the target cuts it), then
-    `  ⎿ ` and the first lines of what the model read, and the display (a diff) in full. Long
-    rows wrap under their own indent."""
+    `  ⎿ ` and the first lines of what the model read, and the display (a diff) in full. The
+    whole command wraps under its own gutter."""
 
     def __init__(self, name: str, target: str, command: str = "", expanded: bool = False):
         header: list[str | tuple[str, str]] = [("tool", f"• {escape_controls(name)}")]
