@@ -6,8 +6,10 @@ A `Message` is both what the providers are sent and one record of a session's
 notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
 zero value, so the log stays small and diffable.
 
-The later keys are `system_cleared`, `flush_skipped` and `turn`: the id of the turn a record
-was written in. Three roles are the log's own bookkeeping, never sent to a model (see
+The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record was
+written in) and `hidden`: a message iota wrote for the model that the person did not type and is
+not shown — a schedule's trigger, the auto-continue nudge, the open tasks sent with a turn. The
+model is sent it like any other; the transcript, a resume's echo and search leave it out. Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
 """
@@ -86,6 +88,7 @@ class Message:
     system_cleared: bool = False
     flush_skipped: bool = False
     turn: str = ""
+    hidden: bool = False
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -109,6 +112,8 @@ class Message:
             record["flush_skipped"] = True
         if self.turn:
             record["turn"] = self.turn
+        if self.hidden:
+            record["hidden"] = True
         return record
 
     @classmethod
@@ -140,4 +145,5 @@ class Message:
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
             turn=text("turn"),
+            hidden=flag("hidden"),
         )

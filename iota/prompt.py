@@ -10,6 +10,7 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
 7. the memory block              bots (composed by the memory module, passed in here)
+8. the notes catalog             bots with notes (iota.bots.notes; the bodies are read on demand)
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class PromptContext:
     host_lines: list[str] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
     memory_block: str = ""
+    notes_catalog: str = ""
     today: datetime.date | None = None
 
 
@@ -73,6 +75,7 @@ def compose(context: PromptContext) -> str:
         segments.append(catalog(context.skills))
     if context.mode == "bot":
         segments.append(context.memory_block)
+        segments.append(context.notes_catalog)
     return "\n\n".join(segment for segment in segments if segment)
 
 

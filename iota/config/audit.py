@@ -26,7 +26,7 @@ PROVIDER_KEYS = ("type", "key", "url", "region", "project_id")
 MODEL_KEYS = ("provider", "id", "context_window", "effort", "temperature", "top_p", "reports_usage", "supports_tools")
 LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
 AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
-              "description", *LAYERED_KEYS)
+              "description", *LAYERED_KEYS, "auto_continue", "timezone")
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
     "code": ("read_only", "auto_write"),
