@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,8 +148,9 @@ class NotesLibrary:
 
 
 def name_for(title: str) -> str:
-    """A note's file name from its title: `Design brief (v2)` → `design-brief-v2`."""
-    words = re.findall(r"[a-z0-9]+", title.lower())
+    """A note's file name from its title: `Design brief (v2)` → `design-brief-v2`, `Café` → `cafe`."""
+    plain = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()  # Ü → U
+    words = re.findall(r"[a-z0-9]+", plain.lower())
     name = "-".join(words)[:64].strip("-")
     if not name:
         raise ToolError(f"title {go_quote(title)} has no letters or digits to name the note's file after")

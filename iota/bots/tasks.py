@@ -87,13 +87,10 @@ class Task:
 
     @property
     def current(self) -> Step | None:
-        """The step being worked on: the first in progress, else the first pending, else the
-        first blocked; None when every step is finished."""
-        for wanted in (IN_PROGRESS, PENDING, BLOCKED):
-            for step in self.steps:
-                if step.status == wanted:
-                    return step
-        return None
+        """The step being worked on: the first in progress, else the first open one (pending or
+        blocked); None when every step is finished."""
+        working = next((step for step in self.steps if step.status == IN_PROGRESS), None)
+        return working or next((step for step in self.steps if step.open), None)
 
     @property
     def runnable(self) -> bool:
