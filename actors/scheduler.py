@@ -71,13 +71,14 @@ class Scheduler:
         for schedule in schedules:
             if schedule.status != ACTIVE or schedule.next_run is None:
                 continue
-            if schedule.next_run > now:
+            if schedule.next_run.timestamp() > now.timestamp():
                 upcoming.append(schedule.next_run)
                 continue
             updated = self._fire(lane, schedule, catching_up=catching_up)
             if updated is not None and updated.status == ACTIVE and updated.next_run is not None:
                 upcoming.append(updated.next_run)
-        return min(((when - now).total_seconds() for when in upcoming), default=math.inf)
+        # By timestamps: aware datetimes that share a tzinfo subtract as wall-clock times.
+        return max(0.0, min((when.timestamp() - now.timestamp() for when in upcoming), default=math.inf))
 
     def _fire(self, lane: Lane, schedule: Schedule, *, catching_up: bool) -> Schedule | None:
         """Move the schedule on to its next run and, unless its last run is still queued or

@@ -1,5 +1,8 @@
 """When a schedule runs: its timetable, in text and in time, in a time zone.
 
+(Aware datetimes that share a tzinfo subtract and compare as wall-clock times, wrong across a
+DST change; so instants are compared here by their timestamps.)
+
 A timetable is written the way a person says it, and kept in that form (normalised):
 
     daily 09:00              every day at 09:00
@@ -63,7 +66,7 @@ class Timetable:
         run that is not after it."""
         if self.once is not None:
             when = wall_time(self.once, zone)
-            return when if when > moment else None
+            return when if when.timestamp() > moment.timestamp() else None
         return next(CronSim(self.cron, moment.astimezone(zone)))
 
     def runs_after(self, moment: datetime, zone: tzinfo, count: int) -> list[datetime]:
@@ -135,13 +138,13 @@ def _once(words: str, rest: str, now: datetime | None) -> Timetable:
     relative = re.fullmatch(r"in (\d+)\s*(second|minute|hour)s?", rest.lower())
     if now is None and (relative or re.fullmatch(_TIME, rest)):
         raise TimetableError(f'"{words}": a stored one-time run names its date')
-    if relative:
-        at = now + timedelta(seconds=int(relative[1]) * _UNITS[relative[2]])
-        at = at.replace(microsecond=0, tzinfo=None)
+    if relative:  # counted in elapsed time, whatever the clocks do meanwhile
+        later = now.astimezone(timezone.utc) + timedelta(seconds=int(relative[1]) * _UNITS[relative[2]])
+        at = later.astimezone(now.tzinfo).replace(microsecond=0, tzinfo=None)
     elif re.fullmatch(_TIME, rest):
         hour, minute = map(int, rest.split(":"))
         at = now.replace(hour=hour, minute=minute, second=0, microsecond=0, tzinfo=None)
-        if wall_time(at, now.tzinfo) <= now:
+        if wall_time(at, now.tzinfo).timestamp() <= now.timestamp():
             at += timedelta(days=1)
     else:
         try:
@@ -149,7 +152,7 @@ def _once(words: str, rest: str, now: datetime | None) -> Timetable:
         except ValueError:
             raise TimetableError(f'"{words}": write a one-time run as "once 2026-11-20 09:00", "once 09:00" '
                                  'or "once in 20 minutes"') from None
-    if now is not None and wall_time(at, now.tzinfo) <= now:
+    if now is not None and wall_time(at, now.tzinfo).timestamp() <= now.timestamp():
         raise TimetableError(f'"{words}" is in the past (it is {now:%Y-%m-%d %H:%M} now)')
     shown = f"{at:%Y-%m-%d %H:%M:%S}".removesuffix(":00")
     return Timetable(f"once {shown}", once=at)
