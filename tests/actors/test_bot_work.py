@@ -1,0 +1,317 @@
+"""A bot's work on the real lane against the fake model (actors.auto_continue, actors.bot_work):
+auto-continue runs until a step is blocked, stops at its limit, yields to a typed message and to
+Ctrl+C; the quiet messages reach the model and the log, marked hidden, and never the transcript;
+the host pings once, when the work stops; a bot picks its task up after a restart.
+
+Real HTTP to the fake server, so trio's real clock; `fail_after` bounds only catch a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import pytest
+import trio
+
+from actors.bot_work import open_bot_work
+from actors.commands import resume_opening
+from actors.events import Notice, OpenTasks, TextDelta, TurnEnded, UserEcho
+from actors.lane import Command, Lane, UserMessage
+from actors.notifier import Ping, open_host_link
+from iota import paths
+from iota.bots.tasks import TaskBook
+from iota.chat import prepare_chat
+from iota.config import settings
+from iota.hosts import PingKind
+from iota.sessions.bundle import Session
+from iota.sessions.conversation import Conversation
+from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
+
+BOUND = 10
+
+
+@dataclass
+class Worker:
+    lane: Lane
+    book: TaskBook
+    session: Session
+    events: trio.MemoryReceiveChannel
+    host: trio.MemoryReceiveChannel
+    seen: list = field(default_factory=list)
+
+    async def until(self, accepts) -> list:
+        got = []
+        with trio.fail_after(BOUND):
+            async for event in self.events:
+                self.seen.append(event)
+                got.append(event)
+                if accepts(event):
+                    return got
+        raise AssertionError(f"the events ended before a match; got {got}")
+
+    async def settled(self) -> None:
+        """Until the lane has nothing left to do."""
+        with trio.fail_after(BOUND):
+            while True:
+                await self.lane.wait_idle()
+                await trio.sleep(0.05)
+                if not self.lane.busy and not self.lane.inbox:
+                    break
+        self.drain()
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.seen.append(self.events.receive_nowait())
+            except trio.WouldBlock:
+                return
+
+    def notices(self) -> list[str]:
+        return [event.text for event in self.seen if isinstance(event, Notice)]
+
+    def pings(self) -> list[Ping]:
+        got = []
+        while True:
+            try:
+                message = self.host.receive_nowait()
+            except trio.WouldBlock:
+                return got
+            if isinstance(message, Ping):
+                got.append(message)
+
+
+@pytest.fixture
+def open_worker(tmp_path, fake_home, fake_model):  # noqa: F811
+    """A lane with a bot's work wired in as the chat wires it (tools, hooks, the scheduler)."""
+
+    @asynccontextmanager
+    async def open_(auto_continue: int = 10, session: Session | None = None):
+        (fake_home / ".iota.yaml").write_text(
+            f"providers:\n  fake: {{type: openai, url: '{fake_model.openai_url}', key: test-key}}\n"
+            "models:\n  m: {provider: fake, id: fake-model, context_window: 200k}\n"
+            f"agents:\n  worker: {{model: m, auto_continue: {auto_continue}, timezone: Europe/Berlin}}\n")
+        project = tmp_path / "project"
+        project.mkdir(exist_ok=True)
+        loaded = settings.load(project)
+        setup = prepare_chat(loaded, settings.find_agent(loaded, "worker"), project)
+        work = open_bot_work(setup, tmp_path / "bot")
+        setup.extra_tools.extend(work.tools)
+        session = session or Session.new(paths.sessions_dir(), provider="fake", model="fake-model")
+        send, receive = trio.open_memory_channel(math.inf)
+        link, host = open_host_link()
+        try:
+            async with setup.open_tools() as toolbox:
+                lane = Lane(setup, Conversation.from_session(session) if session.on_disk else
+                            Conversation(session=session), toolbox, send, link)
+                lane.before_send, lane.after_turn = work.before_send, work.after_turn
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(lane.run)
+                    for start in work.on_start:
+                        start(lane)
+                    for actor in work.actors:
+                        await nursery.start(actor, lane)
+                    yield Worker(lane, TaskBook(tmp_path / "bot"), session, receive, host)
+                    nursery.cancel_scope.cancel()
+        finally:
+            session.close()
+            if setup._provider is not None:
+                await setup._provider.aclose()
+
+    return open_
+
+
+def log_records(session: Session) -> list[dict]:
+    return [json.loads(line) for line in (session.dir / "messages.jsonl").read_text().splitlines()]
+
+
+def last_user(request) -> str:
+    return [m for m in request.body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+def step_done(task_id: str, step: int, status: str = "succeeded", note: str = ""):
+    return tool_call("tasks", {"action": "update_step", "task": task_id, "step": step, "status": status,
+                               "note": note})
+
+
+# -- until a step is blocked -----------------------------------------------------------------------
+
+
+async def test_it_works_through_the_steps_until_one_is_blocked_and_says_so(open_worker, fake_model, tmp_path):
+    async with open_worker() as worker:
+        # Made once the bot runs (a bot started with a runnable task picks it up: see the last test).
+        worker.book.create("Deploy", ["build", "get the key", "ship"])
+        [task] = worker.book.load()
+        fake_model.reply(tool_calls=[step_done(task.id, 1)])
+        fake_model.reply("Built.")
+        fake_model.reply(tool_calls=[step_done(task.id, 2, "blocked", "needs the API key")])
+        fake_model.reply("I need the API key.")
+        worker.lane.submit(UserMessage("deploy it"))
+        await worker.settled()
+        pings = worker.pings()
+    assert len(fake_model.requests) == 4
+    nudge = last_user(fake_model.requests[2])
+    assert nudge.startswith('Continue with task "Deploy"') and "step 2 of 3" in nudge
+    assert 'Task "Deploy" waits for you: step 2 "get the key" is blocked (needs the API key)' in worker.notices()
+    # The person saw their message and both replies, never the nudge or the open tasks.
+    echoes = [e.text for e in worker.seen if isinstance(e, UserEcho)]
+    assert echoes == ["deploy it"]
+    assert "".join(e.text for e in worker.seen if isinstance(e, TextDelta)) == "Built.I need the API key."
+    assert [e.rows for e in worker.seen if isinstance(e, OpenTasks)][-1] == (
+        "Deploy · step 2/3 blocked · get the key",)
+    # The model got the open tasks with every message, the nudge, and the log has both, hidden.
+    for request in fake_model.requests[0], fake_model.requests[2]:
+        assert any(m["role"] == "user" and m["content"].startswith("[Open tasks") for m in request.body["messages"])
+    hidden = [r for r in log_records(worker.session) if r.get("hidden")]
+    assert [r["content"][:20] for r in hidden] == ["[Open tasks: kept by", "[Open tasks: kept by",
+                                                   'Continue with task "']
+    assert all(r["role"] == "user" for r in hidden) and list(hidden[2]).index("hidden") == len(hidden[2]) - 1
+    # The host was called once, when the work stopped, not after every turn.
+    assert [(p.kind, p.text) for p in pings] == [(PingKind.TURN_ENDED, "iota: I need the API key.")]
+
+
+async def test_a_resumed_chat_does_not_echo_what_iota_wrote_for_the_model(open_worker, fake_model, tmp_path):
+    book = TaskBook(tmp_path / "bot")
+    async with open_worker() as worker:
+        book.create("Write", ["draft", "polish"])
+        [task] = book.load()
+        fake_model.reply(tool_calls=[step_done(task.id, 1)])
+        fake_model.reply("Drafted.")
+        fake_model.reply(tool_calls=[step_done(task.id, 2)])
+        fake_model.reply("Polished.")
+        worker.lane.submit(UserMessage("write it"))
+        await worker.settled()
+        session_dir = worker.session.dir
+    assert book.load()[0].status == "done"
+    assert len(fake_model.requests) == 4  # done: nothing more to continue
+    with Session.open(session_dir) as reopened:
+        shown = resume_opening(reopened, Conversation.from_session(reopened))
+    assert [e.text for e in shown if isinstance(e, UserEcho)] == ["write it"]
+    assert not any("Open tasks" in e.text or "Continue with task" in e.text for e in shown if isinstance(e, Notice))
+    assert "".join(e.text for e in shown if isinstance(e, TextDelta)) == "Drafted.Polished."
+
+
+# -- the limit, a typed message, Ctrl+C ----------------------------------------------------------
+
+
+async def test_it_stops_after_auto_continue_turns_in_a_row_and_says_so(open_worker, fake_model, tmp_path):
+    for _ in range(3):
+        fake_model.reply("Still working.")
+    async with open_worker(auto_continue=2) as worker:
+        worker.book.create("Long job", [f"step {n}" for n in range(1, 9)])
+        worker.lane.submit(UserMessage("go"))
+        await worker.settled()
+    assert len(fake_model.requests) == 3  # the typed turn and two more
+    assert 'turn 2 of at most 2 in a row' in last_user(fake_model.requests[2])
+    assert worker.notices()[-1] == ('Paused after 2 turns in a row on task "Long job" (auto_continue: 2): '
+                                    "type anything to go on")
+
+
+async def test_auto_continue_zero_never_continues(open_worker, fake_model, tmp_path):
+    fake_model.reply("ok")
+    async with open_worker(auto_continue=0) as worker:
+        worker.book.create("Job", ["a", "b"])
+        worker.lane.submit(UserMessage("go"))
+        await worker.settled()
+    assert len(fake_model.requests) == 1
+
+
+async def test_a_typed_message_goes_before_the_next_step_and_the_count_starts_again(open_worker, fake_model,
+                                                                                     tmp_path):
+    gate = Gate()
+    fake_model.reply("Typed turn.")
+    fake_model.reply("Working on a.", gate=gate)
+    fake_model.reply("It is noon.")
+    fake_model.reply("Back to a.")
+    async with open_worker(auto_continue=1) as worker:
+        worker.book.create("Long job", ["a", "b", "c"])
+        worker.lane.submit(UserMessage("go"))
+        await worker.until(lambda e: isinstance(e, TurnEnded))
+        await trio.to_thread.run_sync(fake_model.wait_for_request, 2)  # the continuation's, held at the gate
+        worker.lane.submit(UserMessage("what time is it?"))  # typed while the bot works on its own
+        gate.open()
+        await worker.settled()
+    assert [last_user(r)[:24] for r in fake_model.requests] == [
+        "go", 'Continue with task "Long', "what time is it?", 'Continue with task "Long']
+    assert "turn 1 of at most 1" in last_user(fake_model.requests[3])  # counted from the typed message
+    assert worker.notices()[-1].startswith('Paused after 1 turns in a row on task "Long job"')
+
+
+async def test_a_message_typed_while_the_next_step_waits_goes_first(open_worker, fake_model, tmp_path):
+    fake_model.reply("Typed turn.")
+    fake_model.reply("It is noon.")
+    fake_model.reply("Back to a.")
+    holding, release = trio.Event(), trio.Event()
+
+    async def hold(lane, argument):  # the lane is busy (a compaction, say) when the step comes due
+        holding.set()
+        await release.wait()
+
+    async with open_worker(auto_continue=1) as worker:
+        worker.book.create("Long job", ["a", "b", "c"])
+        worker.lane.submit(UserMessage("go"))
+        worker.lane.submit(Command("hold", "", hold))
+        with trio.fail_after(BOUND):
+            await holding.wait()
+        worker.lane.submit(UserMessage("what time is it?"))
+        assert [type(job).__name__ for job in worker.lane.inbox] == ["QuietTurn", "UserMessage"]
+        release.set()
+        await worker.settled()
+    assert [last_user(r)[:24] for r in fake_model.requests] == ["go", "what time is it?", 'Continue with task "Long']
+
+
+async def test_ctrl_c_stops_the_work_until_the_person_types(open_worker, fake_model, tmp_path):
+    gate = Gate()
+    fake_model.reply("Typed turn.")
+    fake_model.reply("partialXreply1", pieces=2, gate=gate)  # pieces "partial", "Xreply1"
+    gate.release(1)
+    async with open_worker() as worker:
+        worker.book.create("Long job", ["a", "b", "c"])
+        worker.lane.submit(UserMessage("go"))
+        await worker.until(lambda e: isinstance(e, TextDelta) and e.text == "partial")
+        assert worker.lane.interrupt() is True
+        await worker.until(lambda e: isinstance(e, TurnEnded))
+        await worker.settled()
+    assert len(fake_model.requests) == 2
+    assert worker.notices()[-1] == 'Task "Long job" paused: type anything to go on'
+
+
+async def test_ctrl_c_between_a_turn_and_its_continuation_cancels_the_continuation(open_worker, fake_model,
+                                                                                    tmp_path):
+    fake_model.reply("Typed turn.")
+    holding = trio.Event()
+
+    async def hold(lane, argument):  # something the lane does between the turn and its continuation
+        holding.set()
+        await trio.sleep_forever()
+
+    async with open_worker() as worker:
+        worker.book.create("Long job", ["a", "b"])
+        worker.lane.submit(UserMessage("go"))
+        worker.lane.submit(Command("hold", "", hold))
+        with trio.fail_after(BOUND):
+            await holding.wait()
+        assert [job.name for job in worker.lane.inbox] == ["continue"]
+        assert worker.lane.interrupt() is True
+        await worker.settled()
+    assert len(fake_model.requests) == 1
+
+
+# -- after a restart ---------------------------------------------------------------------------------
+
+
+async def test_a_bot_started_with_a_task_in_progress_picks_it_up(open_worker, fake_model, tmp_path):
+    book = TaskBook(tmp_path / "bot")
+    book.create("Migrate", ["inventory", "update", "verify"])
+    [task] = book.load()
+    book.update_step(task.id, 1, "succeeded")
+    book.update_step(task.id, 2, "in_progress")  # where a kill -9 left it
+    fake_model.reply(tool_calls=[step_done(task.id, 2), step_done(task.id, 3)])
+    fake_model.reply("Migrated.")
+    async with open_worker() as worker:
+        await worker.settled()
+    assert 'Picking up task "Migrate" where it left off: step 2 of 3, "update", is in progress' in worker.notices()
+    assert "step 2 of 3" in last_user(fake_model.requests[0])
+    assert book.load()[0].status == "done"
