@@ -34,6 +34,7 @@ from iota.tools.tasks import TasksTool
 
 @dataclass
 class BotWork:
+    scheduler: Scheduler
     tools: list
     before_send: list[Callable] = field(default_factory=list)
     after_turn: list[Callable] = field(default_factory=list)
@@ -63,6 +64,7 @@ def open_bot_work(setup: ChatSetup, bot_dir: Path) -> BotWork:
         setup.notes_catalog = notes.catalog()
 
     return BotWork(
+        scheduler=scheduler,
         tools=[TasksTool(tasks, on_change=auto_continue.refresh), ScheduleTool(schedules, on_change=scheduler.wake),
                NotesTool(notes)],
         before_send=[refresh_notes, auto_continue.before_send],

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from actors.bot_work import open_bot_work
+from actors.bot_work import BotWork, open_bot_work
 from actors.commands import resume_opening
-from actors.events import Notice, OpenTasks, TextDelta, TurnEnded, UserEcho
+from actors.events import Choose, Notice, OpenTasks, Panel, TextDelta, TurnEnded, UserEcho
 from actors.lane import Command, Lane, UserMessage
 from actors.notifier import Ping, open_host_link
 from iota import paths
@@ -40,6 +40,7 @@ class Worker:
     session: Session
     events: trio.MemoryReceiveChannel
     host: trio.MemoryReceiveChannel
+    work: BotWork
     seen: list = field(default_factory=list)
 
     async def until(self, accepts) -> list:
@@ -73,14 +74,21 @@ class Worker:
         return [event.text for event in self.seen if isinstance(event, Notice)]
 
     def pings(self) -> list[Ping]:
+        return [message for message in self.host_messages() if isinstance(message, Ping)]
+
+    def host_messages(self) -> list:
         got = []
         while True:
             try:
-                message = self.host.receive_nowait()
+                got.append(self.host.receive_nowait())
             except trio.WouldBlock:
                 return got
-            if isinstance(message, Ping):
-                got.append(message)
+
+    async def answer(self, choice: int | None) -> Choose:
+        """Answer the next question the lane asks."""
+        choose = (await self.until(lambda e: isinstance(e, Choose)))[-1]
+        await choose.reply.send(choice)
+        return choose
 
 
 @pytest.fixture
@@ -113,7 +121,7 @@ def open_worker(tmp_path, fake_home, fake_model):  # noqa: F811
                         start(lane)
                     for actor in work.actors:
                         await nursery.start(actor, lane)
-                    yield Worker(lane, TaskBook(tmp_path / "bot"), session, receive, host)
+                    yield Worker(lane, TaskBook(tmp_path / "bot"), session, receive, host, work)
                     nursery.cancel_scope.cancel()
         finally:
             session.close()
@@ -315,3 +323,115 @@ async def test_a_bot_started_with_a_task_in_progress_picks_it_up(open_worker, fa
     assert 'Picking up task "Migrate" where it left off: step 2 of 3, "update", is in progress' in worker.notices()
     assert "step 2 of 3" in last_user(fake_model.requests[0])
     assert book.load()[0].status == "done"
+
+
+# -- schedules through the lane ----------------------------------------------------------------
+
+
+async def test_creating_or_deleting_a_schedule_asks_every_time_with_its_next_runs(open_worker, fake_model):
+    create = {"action": "create", "title": "CI summary", "prompt": "check the CI", "timetable": "weekdays 09:00"}
+    fake_model.reply(tool_calls=[tool_call("schedule", create)])
+    fake_model.reply("Scheduled.")
+    fake_model.reply(tool_calls=[tool_call("schedule", {**create, "title": "Another"})])
+    fake_model.reply("Not scheduled.")
+    async with open_worker() as worker:
+        worker.lane.submit(UserMessage("every weekday at 9 check the CI"))
+        asked = await worker.answer(0)
+        assert asked.title == 'schedule wants to create "CI summary" (weekdays 09:00) — allow?'
+        assert asked.options == ("Allow once", "Deny")  # never "for this session"
+        assert "timetable: weekdays 09:00 — At 09:00 on Monday through Friday (Europe/Berlin)" in asked.detail
+        assert len(asked.detail.split("next runs: ")[1].splitlines()[0].split(", ")) == 3
+        await worker.until(lambda e: isinstance(e, TurnEnded))
+        worker.lane.submit(UserMessage("and another"))
+        assert (await worker.answer(1)).title.startswith('schedule wants to create "Another"')  # asked again
+        await worker.settled()
+        [schedule] = worker.work.scheduler.book.load()
+        assert schedule.title == "CI summary"
+        fake_model.reply(tool_calls=[tool_call("schedule", {"action": "pause", "schedule": schedule.id[:8]}),
+                                     tool_call("schedule", {"action": "list"})])
+        fake_model.reply("Paused.")
+        fake_model.reply(tool_calls=[tool_call("schedule", {"action": "delete", "schedule": schedule.id})])
+        fake_model.reply("Deleted.")
+        worker.lane.submit(UserMessage("pause it"))
+        await worker.until(lambda e: isinstance(e, TurnEnded))  # pause and list ask nothing
+        assert not any(isinstance(e, Choose) for e in worker.seen[-20:])
+        worker.lane.submit(UserMessage("delete it"))
+        assert (await worker.answer(0)).title == 'schedule wants to delete "CI summary" (weekdays 09:00) — allow?'
+        await worker.settled()
+        assert worker.work.scheduler.book.load() == []
+    results = [m["content"] for m in fake_model.requests[3].body["messages"] if m["role"] == "tool"]
+    assert results[-1] == "The user declined this call."
+
+
+async def test_a_due_schedule_runs_a_turn_whose_trigger_is_hidden_and_whose_reply_is_shown(open_worker, fake_model,
+                                                                                            tmp_path, fake_home):
+    from iota.bots.schedules import ScheduleBook
+    from zoneinfo import ZoneInfo
+
+    book = ScheduleBook(tmp_path / "bot", ZoneInfo("Europe/Berlin"))
+    book.create(book.plan("Stretch", "remind me to stretch", "once in 1 second"))
+    fake_model.reply("Time to stretch!")
+    async with open_worker() as worker:
+        await worker.until(lambda e: isinstance(e, TurnEnded))
+        await worker.settled()
+        host = worker.host_messages()
+    [request] = fake_model.requests
+    assert last_user(request).startswith("Scheduled: Stretch (once ")
+    assert last_user(request).endswith("\n\nremind me to stretch")
+    assert not any(isinstance(e, UserEcho) for e in worker.seen)
+    assert "".join(e.text for e in worker.seen if isinstance(e, TextDelta)) == "Time to stretch!"
+    trigger = next(r for r in log_records(worker.session) if r.get("content", "").startswith("Scheduled: "))
+    assert trigger["hidden"] is True and trigger["role"] == "user"
+    pings = [m for m in host if isinstance(m, Ping)]
+    assert [(p.kind, p.text) for p in pings] == [(PingKind.TURN_ENDED, "iota: Time to stretch!")]
+    [schedule] = book.load()
+    assert schedule.status == "done" and schedule.last_run is not None
+
+
+# -- the slash commands ------------------------------------------------------------------------------
+
+
+async def test_slash_tasks_shows_three_columns_and_stops_or_deletes(open_worker, fake_model):
+    async with open_worker() as worker:
+        book = worker.book
+        book.create("Someday", ["think"], status="backlog")
+        book.create("Migrate", ["a", "b"])
+        book.create("Old", ["x"])
+        old = book.load()[2]
+        book.update(old.id, status="done")
+        body = worker.work.commands["tasks"][1]
+        worker.lane.submit(Command("tasks", "", body))
+        panel = next(e for e in await worker.until(lambda e: isinstance(e, Panel)) if isinstance(e, Panel))
+        assert panel.text.splitlines() == [
+            "Backlog (1)", "  Someday — 0 of 1 steps finished · step 1/1 think",
+            "In progress (1)", "  Migrate — 0 of 2 steps finished · step 1/2 a",
+            "Finished (1)", "  Old — 1 of 1 steps finished"]
+        asked = await worker.answer(1)
+        assert asked.options == ("Delete a backlog task", "Stop a running task")
+        assert (await worker.answer(0)).options == ("Migrate (in progress)",)
+        await worker.settled()
+        assert 'Stopped task "Migrate": it is in the backlog, its steps kept.' in worker.notices()
+        assert [e.rows for e in worker.seen if isinstance(e, OpenTasks)][-1] == ()
+        worker.lane.submit(Command("tasks", "", body))
+        await worker.answer(0)
+        assert (await worker.answer(1)).options == ("Someday (backlog)", "Migrate (backlog)")
+        await worker.settled()
+        assert [task.title for task in book.load()] == ["Someday", "Old"]
+
+
+async def test_slash_schedules_pauses_one_and_slash_notes_lists_them(open_worker, fake_model):
+    async with open_worker() as worker:
+        book = worker.work.scheduler.book
+        book.create(book.plan("CI summary", "check the CI", "weekdays 09:00"))
+        worker.lane.submit(Command("schedules", "", worker.work.commands["schedules"][1]))
+        panel = next(e for e in await worker.until(lambda e: isinstance(e, Panel)) if isinstance(e, Panel))
+        assert "CI summary\" — weekdays 09:00 (Europe/Berlin), active" in panel.text and "next run:" in panel.text
+        assert (await worker.answer(0)).options == ("Pause a schedule", "Delete a schedule")
+        await worker.answer(0)
+        await worker.settled()
+        assert book.load()[0].status == "paused"
+        assert 'Paused schedule "CI summary".' in worker.notices()
+        worker.work.tools[2].library.create("Design brief", "What CI must do", "body")
+        worker.lane.submit(Command("notes", "", worker.work.commands["notes"][1]))
+        panel = next(e for e in await worker.until(lambda e: isinstance(e, Panel)) if isinstance(e, Panel))
+        assert panel.text.startswith("design-brief  Design brief — What CI must do · ")
