@@ -175,7 +175,7 @@ class TaskBook:
             _add_steps(task, steps, after=None)
             tasks.append(task)
             queued = " (queued behind the task in progress)" if chosen == PENDING else ""
-            return f"Created{queued}:\n{describe(task)}"
+            return f"Created{queued}: {describe(task)}"
         return self.change(edit)
 
     def add_steps(self, reference: object, steps: object, after: object = None) -> str:
@@ -331,7 +331,7 @@ def words(status: str) -> str:
 def describe(task: Task) -> str:
     """A task as the model reads it: its line, then one line a step."""
     progress = f"{task.finished_steps} of {len(task.steps)} steps finished" if task.steps else "no steps yet"
-    lines = [f"Task {task.id} {go_quote(task.title)} — {words(task.status)}, {progress}"]
+    lines = [f"Task {go_quote(task.title)} — {words(task.status)}, {progress} (id {task.id})"]
     current = task.current if task.status != DONE else None
     for step in task.steps:
         mark = "  ← current" if step is current else ""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from iota.bots.tasks import STEP_STATUSES, TASK_STATUSES, TaskBook, describe, words
+from iota.bots.tasks import STEP_STATUSES, TASK_STATUSES, TaskBook, describe, find_task, words
+from iota.memory.document import go_quote
 from iota.tools.base import Tool, ToolError, ToolResult
 
 BOUNDARY = ("Timed or recurring work → the schedule tool; do-now or unscheduled backlog work → tasks; "
@@ -58,11 +59,18 @@ class TasksTool(Tool):
         self.on_change = on_change  # the open-tasks rows above the composer follow each change
 
     def target(self, args: dict[str, Any]) -> str:
+        """`update_step "Migrate CI" step 2 → succeeded`: the task by its title, for the transcript."""
         action = args.get("action") if isinstance(args.get("action"), str) else ""
-        about = args.get("title") if action == "create" else args.get("task")
+        about = args.get("title") if action == "create" else self._title_of(args.get("task"))
         step = f" step {args['step']}" if action == "update_step" and "step" in args else ""
         status = f" → {words(args['status'])}" if isinstance(args.get("status"), str) else ""
         return f"{action} {about if isinstance(about, str) else ''}{step}{status}".strip()
+
+    def _title_of(self, reference: object) -> object:
+        try:
+            return go_quote(find_task(self.book.load(), reference).title)
+        except ToolError:
+            return reference
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         # No await: each change is one small atomic write, which a cancellation cannot split from

@@ -46,7 +46,7 @@ async def test_tasks_never_ask_and_each_change_is_shown(toolbox, changes):
     tool = toolbox.get("tasks")
     created = await toolbox.call("tasks", {"action": "create", "title": "Migrate", "steps": ["a", "b"]})
     assert not created.is_error and "Migrate" in created.content and "1. [pending] a  ← current" in created.content
-    task_id = created.content.split()[2]
+    task_id = created.content.split("(id ")[1].split(")")[0]
     for args in ({"action": "create", "title": "x", "steps": []}, {"action": "list"},
                  {"action": "update_step", "task": task_id, "step": 1, "status": "succeeded"}):
         assert tool.approval_request(args) is None
@@ -54,7 +54,7 @@ async def test_tasks_never_ask_and_each_change_is_shown(toolbox, changes):
                                         "note": "fine"})
     assert "1. [succeeded] a — fine" in done.content
     assert tool.target({"action": "update_step", "task": task_id[:6], "step": 2, "status": "in_progress"}) == \
-        f"update_step {task_id[:6]} step 2 → in progress"
+        'update_step "Migrate" step 2 → in progress'
     listed = await toolbox.call("tasks", {"action": "list"})
     assert "Migrate" in listed.content
     assert changes == ["tasks", "tasks"]  # listing changes nothing
