@@ -20,12 +20,12 @@ from actors.bot_work import BotWork, open_bot_work
 from actors.commands import resume_opening
 from actors.events import Choose, Notice, OpenTasks, Panel, TextDelta, TurnEnded, UserEcho
 from actors.lane import Command, Lane, UserMessage
-from actors.notifier import Ping, open_host_link
+from actors.notifier import Ping, SetState, open_host_link
 from iota import paths
 from iota.bots.tasks import TaskBook
 from iota.chat import prepare_chat
 from iota.config import settings
-from iota.hosts import PingKind
+from iota.hosts import PingKind, State
 from iota.sessions.bundle import Session
 from iota.sessions.conversation import Conversation
 from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
@@ -73,9 +73,6 @@ class Worker:
     def notices(self) -> list[str]:
         return [event.text for event in self.seen if isinstance(event, Notice)]
 
-    def pings(self) -> list[Ping]:
-        return [message for message in self.host_messages() if isinstance(message, Ping)]
-
     def host_messages(self) -> list:
         got = []
         while True:
@@ -100,7 +97,7 @@ def open_worker(tmp_path, fake_home, fake_model):  # noqa: F811
         (fake_home / ".iota.yaml").write_text(
             f"providers:\n  fake: {{type: openai, url: '{fake_model.openai_url}', key: test-key}}\n"
             "models:\n  m: {provider: fake, id: fake-model, context_window: 200k}\n"
-            f"agents:\n  worker: {{model: m, auto_continue: {auto_continue}, timezone: Europe/Berlin}}\n")
+            f"agents:\n  worker: {{model: m, mode: bot, auto_continue: {auto_continue}, timezone: Europe/Berlin}}\n")
         project = tmp_path / "project"
         project.mkdir(exist_ok=True)
         loaded = settings.load(project)
@@ -158,7 +155,7 @@ async def test_it_works_through_the_steps_until_one_is_blocked_and_says_so(open_
         fake_model.reply("I need the API key.")
         worker.lane.submit(UserMessage("deploy it"))
         await worker.settled()
-        pings = worker.pings()
+        host = worker.host_messages()
     assert len(fake_model.requests) == 4
     nudge = last_user(fake_model.requests[2])
     assert nudge.startswith('Continue with task "Deploy"') and "step 2 of 3" in nudge
@@ -176,8 +173,12 @@ async def test_it_works_through_the_steps_until_one_is_blocked_and_says_so(open_
     assert [r["content"][:20] for r in hidden] == ["[Open tasks: kept by", "[Open tasks: kept by",
                                                    'Continue with task "']
     assert all(r["role"] == "user" for r in hidden) and list(hidden[2]).index("hidden") == len(hidden[2]) - 1
-    # The host was called once, when the work stopped, not after every turn.
-    assert [(p.kind, p.text) for p in pings] == [(PingKind.TURN_ENDED, "iota: I need the API key.")]
+    # The host showed the bot working from the first turn to the last, and called once, when the
+    # work stopped, not after every turn.
+    states = [m.state for m in host if isinstance(m, SetState)]
+    assert states[0] is State.IDLE and states[-1] is State.IDLE and State.IDLE not in states[1:-1]
+    assert [(p.kind, p.text) for p in host if isinstance(p, Ping)] == [(PingKind.TURN_ENDED,
+                                                                        "iota: I need the API key.")]
 
 
 async def test_a_resumed_chat_does_not_echo_what_iota_wrote_for_the_model(open_worker, fake_model, tmp_path):
@@ -386,6 +387,40 @@ async def test_a_due_schedule_runs_a_turn_whose_trigger_is_hidden_and_whose_repl
     assert [(p.kind, p.text) for p in pings] == [(PingKind.TURN_ENDED, "iota: Time to stretch!")]
     [schedule] = book.load()
     assert schedule.status == "done" and schedule.last_run is not None
+
+
+async def test_a_run_due_during_an_approval_waits_its_turn(open_worker, fake_model, tmp_path):
+    from iota.bots.schedules import ScheduleBook
+    from zoneinfo import ZoneInfo
+
+    book = ScheduleBook(tmp_path / "bot", ZoneInfo("Europe/Berlin"))
+    book.create(book.plan("Stretch", "remind me to stretch", "once in 1 second"))
+    fake_model.reply(tool_calls=[tool_call("schedule", {"action": "delete", "schedule": "nope"}),
+                                 tool_call("schedule", {"action": "create", "title": "CI", "prompt": "check",
+                                                        "timetable": "daily 09:00"})])
+    fake_model.reply("Scheduled the CI check.")
+    fake_model.reply("Time to stretch!")
+    async with open_worker() as worker:
+        worker.lane.submit(UserMessage("check the CI daily"))
+        choose = (await worker.until(lambda e: isinstance(e, Choose)))[-1]
+        await trio.sleep(1.5)  # the stretch comes due while the question waits
+        assert len(fake_model.requests) == 1 and [job.name for job in worker.lane.inbox] == [
+            f"schedule {book.load()[0].id}"]
+        await choose.reply.send(0)
+        await worker.settled()
+    assert [last_user(r)[:18] for r in fake_model.requests] == ["check the CI daily", "check the CI daily",
+                                                                "Scheduled: Stretch"]
+
+
+async def test_the_notes_catalog_is_in_the_system_prompt_and_the_body_is_not(open_worker, fake_model):
+    fake_model.reply("ok")
+    async with open_worker() as worker:
+        worker.work.tools[2].library.create("Design brief", "What CI must do", "BODY-ONLY-ON-DEMAND")
+        worker.lane.submit(UserMessage("hi"))
+        await worker.settled()
+    system = fake_model.requests[0].body["messages"][0]["content"]
+    assert "- design-brief: Design brief — What CI must do (updated " in system
+    assert "BODY-ONLY-ON-DEMAND" not in system
 
 
 # -- the slash commands ------------------------------------------------------------------------------
