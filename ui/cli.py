@@ -5,7 +5,7 @@
     iota resume [id] [-m TEXT]    reopen a saved session
     iota list [agents|models|providers|sessions]
     iota config [check|path|init]
-    iota mcp [add|list|get|remove]
+    iota mcp [add|list|get|remove|login|logout]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;

@@ -57,7 +57,7 @@ def test_update_replaces_or_appends_and_keeps_what_it_is_not_given(library):
         library.update("requirements", body="a", append="b")
 
 
-@pytest.mark.parametrize("reference", ["../../MEMORY", "../tasks", "/etc/passwd", "requirements/../../x", ""])
+@pytest.mark.parametrize("reference", ["../MEMORY", "../../MEMORY", "../tasks", "/etc/passwd", "requirements/../../x", ""])
 def test_a_name_never_reaches_outside_the_notes_directory(library, tmp_path, reference):
     (tmp_path / "MEMORY.md").write_text("the bot's memory")
     library.create("Requirements", "", "x")
