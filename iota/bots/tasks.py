@@ -47,6 +47,8 @@ STEP_STATUSES = OPEN_STEP_STATUSES + TERMINAL_STEP_STATUSES
 TITLE_LIMIT = 200
 NOTE_LIMIT = 1000
 STEPS_LIMIT = 50
+BLOCK_TASKS = 5           # tasks in progress shown in full with every message
+BLOCK_NOTE_LIMIT = 160    # characters of a step's note there (the tasks tool shows it whole)
 Result = TypeVar("Result")
 
 
@@ -328,14 +330,14 @@ def words(status: str) -> str:
     return status.replace("_", " ")
 
 
-def describe(task: Task) -> str:
-    """A task as the model reads it: its line, then one line a step."""
+def describe(task: Task, *, note_limit: int = NOTE_LIMIT) -> str:
+    """A task as the model reads it: its line, then one line a step (notes cut at `note_limit`)."""
     progress = f"{task.finished_steps} of {len(task.steps)} steps finished" if task.steps else "no steps yet"
     lines = [f"Task {go_quote(task.title)} — {words(task.status)}, {progress} (id {task.id})"]
     current = task.current if task.status != DONE else None
     for step in task.steps:
         mark = "  ← current" if step is current else ""
-        note = f" — {step.note}" if step.note else ""
+        note = f" — {_cut(step.note, note_limit)}" if step.note else ""
         lines.append(f"  {step.n}. [{step.status}] {step.title}{note}{mark}")
     return "\n".join(lines)
 
@@ -347,7 +349,9 @@ def open_tasks_block(tasks: Sequence[Task]) -> str:
     if not running:
         return ""
     lines = ["[Open tasks: kept by iota in the tasks file; update them with the tasks tool as you work]"]
-    lines += [describe(task) for task in running]
+    lines += [describe(task, note_limit=BLOCK_NOTE_LIMIT) for task in running[:BLOCK_TASKS]]
+    if len(running) > BLOCK_TASKS:
+        lines.append(f"… and {len(running) - BLOCK_TASKS} more in progress (the tasks tool lists them).")
     pending = [task for task in tasks if task.status == PENDING]
     backlog = sum(task.status == BACKLOG for task in tasks)
     if pending or backlog:
@@ -355,6 +359,10 @@ def open_tasks_block(tasks: Sequence[Task]) -> str:
         lines.append(f"Queued: {len(pending)} pending" + (f" ({queued})" if pending else "")
                      + f"; {backlog} in the backlog.")
     return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def card_lines(tasks: Sequence[Task]) -> tuple[str, ...]:

@@ -173,3 +173,13 @@ def test_tasks_survive_kill_9_in_the_middle_of_updates(book, tmp_path):
         assert {task.id: task.title for task in tasks} == names
         assert all(len(task.steps) == 40 for task in tasks)
         assert book.warnings == []
+
+
+def test_the_open_tasks_block_stays_small_however_much_is_in_progress(book):
+    for n in range(8):
+        book.create(f"Job {n}", [f"step {i}" for i in range(3)], status="in_progress")
+    tasks = book.load()
+    book.update_step(tasks[0].id, 1, "failed", note="x" * 900)
+    block = open_tasks_block(book.load())
+    assert block.count("Task \"Job") == 5 and "… and 3 more in progress" in block
+    assert "x" * 159 + "…" in block and "x" * 160 not in block
