@@ -25,7 +25,7 @@ MODES = ("chat", "agent", "bot")
 PROVIDER_KEYS = ("type", "key", "url", "region", "project_id")
 MODEL_KEYS = ("provider", "id", "context_window", "effort", "temperature", "top_p", "reports_usage", "supports_tools")
 LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
-AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
+AGENT_KEYS = ("model", "choices", "title_model", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
               "description", *LAYERED_KEYS)
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
