@@ -395,13 +395,13 @@ def describe(messages: Sequence[Message]) -> str:
     return ", ".join(names)
 
 
-def lock_bundle(bundle: Path, doing: str = "") -> locking.HeldLock:
-    """Take a bundle's lock, or raise SessionLocked naming the pid that holds it (and, given
-    `doing`, what could not be done: `…; cannot archive it from here`)."""
+def lock_bundle(bundle: Path, consequence: str = "") -> locking.HeldLock:
+    """Take a bundle's lock, or raise SessionLocked naming the pid that holds it (and, given a
+    `consequence`, what that prevents: `…; cannot archive it from here`)."""
     def refused(pid: int | None) -> str:
         holder = f" (pid {pid})" if pid is not None else ""
-        cannot = f"; cannot {doing} from here" if doing else ""
-        return f"session {bundle.name} is open in another iota process{holder}{cannot}"
+        tail = f"; {consequence}" if consequence else ""
+        return f"session {bundle.name} is open in another iota process{holder}{tail}"
 
     return locking.acquire(bundle / LOCK_NAME, refused)
 

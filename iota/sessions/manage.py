@@ -76,11 +76,12 @@ def delete_with_children(bundle: Path, current: Session | None = None) -> list[S
     children = children_of(infos, bundle.name)
     own = SessionInfo.read(bundle).parent
     new_parent = "" if own in (bundle.name, *(child.id for child in children)) else own
-    held = [lock_bundle(bundle, "delete it")]
+    held = [lock_bundle(bundle, "cannot delete it from here")]
     try:
         for child in children:
             if current is None or child.id != current.id:
-                held.append(lock_bundle(child.dir, f"move it out from under {bundle.name}, which is to be deleted"))
+                held.append(lock_bundle(child.dir, f"cannot move it out from under {bundle.name} from here, so "
+                                                   f"{bundle.name} was not deleted"))
         for child in children:
             if current is not None and child.id == current.id:
                 current.update_meta(touch=False, parent=new_parent)
@@ -132,7 +133,7 @@ def _edit(bundle: Path, doing: str, current: Session | None, **changes: Any) -> 
     if current is not None and current.id == bundle.name:
         current.update_meta(touch=False, **changes)
         return
-    with lock_bundle(bundle, doing):
+    with lock_bundle(bundle, f"cannot {doing} from here"):
         _write_changes(bundle, **changes)
 
 
