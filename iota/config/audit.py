@@ -25,8 +25,8 @@ MODES = ("chat", "agent", "bot")
 PROVIDER_KEYS = ("type", "key", "url", "region", "project_id")
 MODEL_KEYS = ("provider", "id", "context_window", "effort", "temperature", "top_p", "reports_usage", "supports_tools")
 LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
-AGENT_KEYS = ("model", "choices", "title_model", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
-              "description", *LAYERED_KEYS)
+AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
+              "description", *LAYERED_KEYS, "title_model")
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
     "code": ("read_only", "auto_write"),

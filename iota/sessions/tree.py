@@ -68,12 +68,25 @@ def tree_rows(infos: Sequence[SessionInfo]) -> list[TreeRow]:
                 draw(child, depth + 1, deeper, LAST_BRANCH if position == len(below) - 1 else BRANCH)
 
     roots = [info for info in infos if info.parent not in rank or info.parent == info.id]
+    reached = _reachable(roots, children)
+    for info in infos:  # a loop has no way down from the top: its newest member stands in for its root
+        if info.id not in reached:
+            roots.append(info)
+            reached |= _reachable([info], children)
     for root in ordered(roots, frozenset()):
         draw(root, 0, "", "")
-    for info in infos:  # what a loop kept from the top: its newest member stands in for a root
-        if info.id not in drawn:
-            draw(info, 0, "", "")
     return rows
+
+
+def _reachable(starts: Sequence[SessionInfo], children: dict[str, list[SessionInfo]]) -> set[str]:
+    found: set[str] = set()
+    frontier = list(starts)
+    while frontier:
+        info = frontier.pop()
+        if info.id not in found:
+            found.add(info.id)
+            frontier.extend(children.get(info.id, ()))
+    return found
 
 
 def descendants(infos: Sequence[SessionInfo], session_id: str) -> set[str]:

@@ -411,9 +411,11 @@ def test_a_session_open_elsewhere_is_never_archived_moved_or_deleted_from_anothe
     assert read_meta(paths.sessions_dir() / child)["archived"] is True
 
 
-def test_a_bot_cannot_fork_or_be_forked(iota, chat):
+def test_a_bot_keeps_its_name_and_cannot_fork_or_be_forked(iota, chat):
     iota.write_config("  coder:\n    mode: bot\n    model: m\n    tools:\n      code:\n")
+    iota.model.reply("Hello.")
     screen = chat("run", "coder")
+    send(screen, "hello bot", "Hello.")
     screen.type("/fork")
     screen.send_keys("Enter")
     screen.wait_for("/fork is not available in a bot: a bot has one conversation")
@@ -424,4 +426,5 @@ def test_a_bot_cannot_fork_or_be_forked(iota, chat):
     assert refused.stderr == (f"Error: session {pointer} is bot coder's one conversation; "
                               "a bot's session cannot be forked\n")
     assert iota("sessions", "rename", pointer, "x").returncode == 1
-    assert read_meta(paths.sessions_dir() / pointer)["title"] == "coder"
+    assert read_meta(paths.sessions_dir() / pointer)["title"] == "coder"  # a bot keeps its name: no title pass
+    assert iota.model.title_requests == []

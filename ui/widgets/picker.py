@@ -1,7 +1,7 @@
 """A long list to pick from, narrowed by typing: the session pickers of `/session` and `iota resume`.
 
     Resume which session?
-    ⌕ parser▏                                  3 of 300
+    ⌕ parser▏  3 of 300
     ❯ Fix the parser · gpt · 2h ago · 12 msgs · coder
       ├─ Try the regex way · gpt · 1h ago · 14 msgs · coder
       Parser benchmarks · gpt · 3d ago · 40 msgs · coder
@@ -11,8 +11,8 @@ narrows the list to the options whose text holds every word typed, in any case; 
 a character back, Esc clears what was typed (and, with nothing typed, answers None). Up/Down,
 PgUp/PgDn, Home/End move; Enter answers with the option's index in the full list. Only the
 rows the screen can give it are drawn (`limit_rows`, from the layout), a window that follows the
-selection, so three hundred sessions cost as much to draw as ten. Rows are drawn escaped, like
-every option (ui.widgets.controls).
+selection, so three hundred sessions cost as much to draw as ten; a row wider than the screen
+ends in `…`. Rows are drawn escaped, like every option (ui.widgets.controls).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ui.widgets.controls import escape_controls
 # The rows shown when the layout has not said how many it can give (and never fewer).
 DEFAULT_ROWS = 12
 MIN_ROWS = 3
-HINT = "type to filter · ↑↓ PgUp PgDn move · Enter picks · Esc"
+HINT = "type to filter"
 
 
 class FilterChooser(Chooser):
@@ -36,6 +36,7 @@ class FilterChooser(Chooser):
         self._shown = list(range(len(options)))
         self._top = 0
         super().__init__(title, options, on_answer)
+        self._text.set_wrap_mode("ellipsis")  # one row an option, however narrow the screen
 
     @property
     def query(self) -> str:
