@@ -6,8 +6,8 @@ A `Message` is both what the providers are sent and one record of a session's
 notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
 zero value, so the log stays small and diffable.
 
-The later keys are `system_cleared`, `flush_skipped` and `turn`: the id of the turn a record
-was written in. Three roles are the log's own bookkeeping, never sent to a model (see
+The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record
+was written in), and the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
 """
@@ -86,6 +86,11 @@ class Message:
     system_cleared: bool = False
     flush_skipped: bool = False
     turn: str = ""
+    # Deferred tools (iota.mcp.defer): an assistant message's blocks of Anthropic's own tool search,
+    # sent back at its front; on a tool result, the schemas it loaded, mounted after it in the
+    # history (as {"name", "description", "parameters"}) for a provider whose tools array stays fixed.
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
+    mounted_tools: list[dict[str, Any]] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -109,6 +114,10 @@ class Message:
             record["flush_skipped"] = True
         if self.turn:
             record["turn"] = self.turn
+        if self.server_blocks:
+            record["server_blocks"] = self.server_blocks
+        if self.mounted_tools:
+            record["mounted_tools"] = self.mounted_tools
         return record
 
     @classmethod
@@ -121,6 +130,10 @@ class Message:
 
         def flag(key: str) -> bool:
             return record.get(key) is True
+
+        def objects(key: str) -> list[dict[str, Any]]:
+            value = record.get(key)
+            return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
         calls = record.get("tool_calls") or []
         through = record.get("compacted_through")
@@ -140,4 +153,6 @@ class Message:
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
             turn=text("turn"),
+            server_blocks=objects("server_blocks"),
+            mounted_tools=objects("mounted_tools"),
         )

@@ -6,7 +6,7 @@
     iota list [agents|models|providers|sessions] [--tree] [--all]
     iota sessions [rename|archive|unarchive|parent|unparent]
     iota config [check|path|init]
-    iota mcp [add|list|get|remove]
+    iota mcp [add|list|get|remove|login|logout]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;

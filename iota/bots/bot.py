@@ -65,7 +65,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # A session id in a pointer becomes a path under the sessions dir: nothing but letters and
 # digits may reach it, or a hand-edited pointer could name a directory outside it.
 _SESSION_ID = re.compile(r"[0-9A-Za-z]+")
-_WINDOW_SOURCES = {"agent": "context_window: in its config", "default": "the default"}
+# Where the window came from, as the refusal says it: set in the config (the agent's or its
+# model's entry), or iota's own default.
+_WINDOW_SOURCES = {"agent": "context_window: in its config", "model": "context_window: in its config",
+                   "default": "the default"}
 
 # How a broken pointer is fixed, whichever check found it.
 _STARTS_OVER = " (without it the bot starts a new session; memory is kept)"
@@ -83,7 +86,7 @@ def check_bot(agent: AgentConfig, model: ResolvedModel) -> None:
     if agent.no_save:
         raise BotError(f"agents.{agent.name}: no_save contradicts mode: bot")
     if model.context_window < MIN_CONTEXT_WINDOW:
-        where = _WINDOW_SOURCES.get(model.window_source, f"context_window: of model {model.name}")
+        where = _WINDOW_SOURCES[model.window_source]
         raise BotError(f"bot {name} needs a context window of at least {format_size(MIN_CONTEXT_WINDOW)}, "
                        f"this one is {format_size(model.context_window)} ({where})")
     # The bot needs usage to know when to compact, and tools to write its memory.

@@ -131,6 +131,7 @@ class _Stream:
     drop_after: int | None
     stall_after: int | None
     no_stop: bool
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -191,11 +192,12 @@ def _stream(
     drop_after: int | None = None,
     stall_after: int | None = None,
     no_stop: bool = False,
+    server_blocks: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
 ) -> _Stream:
     """The streamed answer `FakeModel.reply` queues (its options are described there)."""
     return _Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                    stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
-                   drop_after, stall_after, no_stop)
+                   drop_after, stall_after, no_stop, list(server_blocks))
 
 
 class FakeModel:
@@ -230,7 +232,9 @@ class FakeModel:
         pieces an error event ends the stream; after `drop_after` pieces the connection drops
         (mid chunked body); after `stall_after` pieces the server goes silent but keeps the
         connection open; `no_stop` leaves out the end (message_stop / finish_reason, usage and
-        [DONE]) and closes the stream cleanly."""
+        [DONE]) and closes the stream cleanly. `server_blocks` (Anthropic only) come first:
+        blocks of Anthropic's own server tools (a `server_tool_use`, whose `input` is streamed as
+        JSON, and a `tool_search_tool_result`)."""
         self._push(_stream(text, **options))
 
     def fail(self, status: int, *, retry_after_ms: int | None = 10, error_type: str | None = None,
@@ -492,6 +496,11 @@ def _anthropic_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tupl
     steps: list[Step] = [(False, event("message_start", {"type": "message_start", "message": message})),
                          (False, event("ping", {"type": "ping"}))]
     blocks: list[tuple[dict[str, Any], str, list[str]]] = []
+    for block in scripted.server_blocks:
+        if "input" in block:  # its input arrives as JSON pieces, as a tool call's does
+            blocks.append(({**block, "input": {}}, "input_json_delta", _split(json.dumps(block["input"]), 2)))
+        else:
+            blocks.append((block, "", []))
     if scripted.text:
         blocks.append(({"type": "text", "text": ""}, "text_delta", _split(scripted.text, scripted.pieces)))
     for call in scripted.tool_calls:
