@@ -118,9 +118,7 @@ class Titler:
         its own, closed after the pass."""
         provider: Provider | None = None
         try:
-            agent = self.setup.agent
-            model = (settings.resolve_model(self.setup.config, agent, agent.title_model) if agent.title_model
-                     else self.setup.model)
+            model = title_model(self.setup)
             provider = self.setup.new_provider(model)
             with trio.fail_after(TITLE_SECONDS):
                 return await generate_title(provider, model.id, opening)
@@ -130,3 +128,9 @@ class Titler:
             if provider is not None:
                 with trio.move_on_after(2, shield=True):
                     await provider.aclose()
+
+
+def title_model(setup: ChatSetup) -> settings.ResolvedModel:
+    """The model the title pass asks: the agent's `title_model:`, else the chat's model as it is now."""
+    agent = setup.agent
+    return settings.resolve_model(setup.config, agent, agent.title_model) if agent.title_model else setup.model
