@@ -248,9 +248,10 @@ def test_the_tree_filter_archive_unarchive_and_all(iota, chat):
     root = make_chat_session("Garden plans", "q", "a")
     age(root, 5)
     ids = {}
-    for title in ("Tomatoes by the wall", "Raised beds"):
+    for hours, title in ((2, "Tomatoes by the wall"), (1, "Raised beds")):
         ids[title] = make_chat_session(title, "q", "a")
         _set_meta(ids[title], parent=root)
+        age(ids[title], hours)
     loner = make_chat_session("Kitchen shelves", "q", "a")
     age(loner, 3)
     iota.model.reply("Back to the tomatoes.")
