@@ -4,6 +4,7 @@
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
+    /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     status ──Status(...)──► face
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
@@ -145,6 +146,16 @@ class Ask:
     `iota.tools.ask.Answer` per question goes back on `reply`; Esc sends None."""
 
     questions: tuple[Question, ...]
+    reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class RunInTerminal:
+    """A program that needs the terminal to itself (`/memory`'s $EDITOR on a memory file): the face
+    stops drawing and reading keys, runs it, and takes the terminal back when it exits. Its exit
+    status goes back on `reply`, or a str saying why it could not be started."""
+
+    argv: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
 
 

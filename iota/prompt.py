@@ -9,7 +9,13 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 4. `<instructions>`              the person's system prompt (bare, untagged, without a harness)
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
-7. the memory block              bots (composed by the memory module, passed in here)
+7. the memory blocks             bots: global memory, inherited memory, the bot's memory
+                                 directory (SOUL.md, USER.md, BRIEF.md, the others), MEMORY.md —
+                                 in that fixed order, one block a file, composed by
+                                 iota.memory.layers and passed in here as one text
+
+The memory comes last because it changes most often: everything before it stays in the
+provider's cache when a memory file is edited, and a file's edit changes its own block only.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@
     iota sessions [rename|archive|unarchive|parent|unparent]
     iota config [check|path|init]
     iota mcp [add|list|get|remove|login|logout]
+    iota bots [show <name>|rm <name>]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
+from ui.commands.bots import add_bots_parser
 from ui.commands.mcp import add_mcp_parser
 from ui.commands.sessions import add_sessions_parser
 
@@ -64,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
 
     add_mcp_parser(commands)
+    add_bots_parser(commands)
     commands.add_parser("version", help="print the version")
     return parser
 
@@ -112,6 +115,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from ui.commands.mcp import mcp_command
 
         return mcp_command(args)
+    if command == "bots":
+        from ui.commands.bots import bots_command
+
+        return bots_command(args)
     if command == "sessions":
         from ui.commands.sessions import sessions_command
 

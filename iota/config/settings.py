@@ -23,17 +23,18 @@ from typing import Any
 import yaml
 
 from iota import paths
-from iota.config import trust
+from iota.config import inheritance, trust
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
 
 DEFAULT_CONTEXT_WINDOW = 128_000
-ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openresponses": "OPENAI_API_KEY",
+            "gemini": "GOOGLE_API_KEY"}
 # Bedrock and Vertex take no key: they sign with the cloud's own credentials, found as it finds them.
 CLOUD_CREDENTIALS = {"bedrock": "AWS credentials from the environment", "vertex": "Google default credentials"}
 # Provider keys that only some types take.
-TYPE_KEYS = {"key": ("anthropic", "openai"), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
+TYPE_KEYS = {"key": tuple(ENV_KEYS), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
 EFFORTS = ("minimal", "low", "medium", "high")
 # How a model is shown the tools of MCP servers with `defer:` (iota.mcp.defer), and the provider
 # types that speak each protocol: every type the `search_tools` wrapper, Anthropic its own
@@ -96,7 +97,7 @@ class ProviderConfig:
             raise BadValue("type", f'unknown provider type {shown} (supported: {", ".join(PROVIDER_TYPES)})')
         for key, types in TYPE_KEYS.items():
             if key in raw and kind not in types:
-                raise BadValue(key, f"{key} is for {' and '.join(types)} providers, not {kind}")
+                raise BadValue(key, f"{key} is for {_and(types)} providers, not {kind}")
         return cls(name, kind, _text(raw, "key"), _text(raw, "url"), _text(raw, "region"), _text(raw, "project_id"))
 
 
@@ -192,6 +193,7 @@ class AgentConfig:
     no_save: bool = False
     notify: bool = True
     description: str | None = None
+    inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
@@ -206,8 +208,8 @@ class AgentConfig:
         servers = None if raw.get("mcp_servers") is None else tuple(_texts(raw, "mcp_servers"))
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
-                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"), **_layered(raw),
-                   title_model=_text(raw, "title_model"))
+                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
+                   tuple(_texts(raw, "inherit")), **_layered(raw), title_model=_text(raw, "title_model"))
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,11 @@ def _text(raw: dict, key: str) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)  # `key: 1234` in YAML is still the text a person meant
     raise BadValue(key, f"want text, got {value!r}")
+
+
+def _and(names: tuple[str, ...]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _required_text(raw: dict, key: str) -> str:
@@ -458,6 +465,10 @@ def _check_references(config: Config) -> None:
             if server not in config.mcp_servers:
                 raise fail(source, f"agents.{name}.mcp_servers",
                            f'unknown MCP server "{server}" (configured: {_names(config.mcp_servers)})')
+        problem = inheritance.problem(config.agents, name)
+        if problem:
+            raise fail(source, f"agents.{name}.inherit", problem)
+
 
 
 def _is_direct_model(config: Config, reference: str) -> bool:

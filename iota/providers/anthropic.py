@@ -35,8 +35,8 @@ import httpx
 
 from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._http import HttpProvider, ServerSentEvents
-from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
+from iota.providers._http import HttpProvider, read_events
+from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
 
@@ -66,14 +66,7 @@ class MessagesProvider(HttpProvider):
 
     async def read(self, response: httpx.Response, deliver: OnText) -> Reply:
         reading = StreamReading(self.name, deliver)
-        events = ServerSentEvents()
-        try:
-            async for line in response.aiter_lines():
-                event = events.feed(line)
-                if event is not None:
-                    reading.take(*event)
-        except httpx.TransportError as err:
-            raise body_failure(self.name, err) from err
+        await read_events(self.name, response, reading.take)
         return reading.reply()
 
 

@@ -13,7 +13,9 @@ at `model.url`) can all talk to it, and its scripting API is plain thread-safe P
         assert model.requests[1].body["messages"][-1]["role"] == "user"
 
 Each request takes the next scripted answer, whichever dialect asked: `POST /v1/messages` is
-answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
+answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks,
+`POST …/responses` in the Responses API's events and `POST …/models/{model}:streamGenerateContent`
+in Gemini's chunks (see fake_dialects).
 The same API on the clouds: Vertex's `POST …/publishers/anthropic/models/{model}:streamRawPredict`
 is answered like /v1/messages; Bedrock's `POST /model/{model}/invoke-with-response-stream` gets
 the same events in AWS's binary event-stream framing, and its errors in Bedrock's shape. `POST
@@ -155,7 +157,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: Any  # the parsed JSON, or the text if it was not JSON
-    dialect: str | None  # "anthropic", "openai", "vertex", "bedrock", or None for a path the server does not serve
+    # "anthropic", "openai", "openresponses", "gemini", "vertex", "bedrock", or None for a path the server does not serve
+    dialect: str | None
     disconnected: bool = False  # the client went away before the server had finished answering
     raw_body: bytes = b""  # the body as sent (a signature covers these bytes)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -355,11 +358,13 @@ class FakeModel:
         if path == "/token":
             self._serve_token(handler, raw)
             return
+        from tests.support import fake_dialects  # it imports this module's helpers
+
         dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else (
-            cloud_dialect(path))
+            cloud_dialect(path) or fake_dialects.dialect(path))
         record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect,
                                  raw_body=raw_body)
-        invalid = conversation_error(dialect, body) if dialect else None
+        invalid = (conversation_error(dialect, body) or fake_dialects.conversation_error(dialect, body)) if dialect else None
         with self._lock:
             if dialect and not invalid and _is_title_request(body):
                 self._title_requests.append(record)
@@ -377,7 +382,9 @@ class FakeModel:
                 self.unexpected.append(record)
         handler.close_connection = True
         try:
-            if invalid:
+            if invalid and dialect == "gemini":
+                _send_json(handler, 400, *fake_dialects.gemini_failure(400, None, None, invalid, False))
+            elif invalid:
                 _send_json(handler, 400, *_failure_body(_HttpFailure(400, None, "invalid_request_error", invalid),
                                                         dialect))
             elif scripted is None:
@@ -386,6 +393,9 @@ class FakeModel:
             elif isinstance(scripted, _HttpFailure) and dialect == "bedrock":
                 _send_json(handler, scripted.status, *bedrock_failure(*_failure_body(scripted, "anthropic"),
                                                                       context_too_long=scripted.context_too_long))
+            elif isinstance(scripted, _HttpFailure) and dialect == "gemini":
+                _send_json(handler, scripted.status, *fake_dialects.gemini_failure(
+                    scripted.status, scripted.retry_after_ms, scripted.error_type, scripted.message, scripted.context_too_long))
             elif isinstance(scripted, _HttpFailure):
                 _send_json(handler, scripted.status, *_failure_body(scripted, "anthropic" if dialect == "vertex" else dialect))
             elif isinstance(scripted, _Hang):
@@ -396,7 +406,8 @@ class FakeModel:
                 _StreamWriter(handler, self._closing).run(scripted, frames, content_type="application/vnd.amazon.eventstream")
             else:
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                frames = _openai_frames if dialect == "openai" else _anthropic_frames
+                frames = {"openai": _openai_frames, "openresponses": fake_dialects.responses_frames,
+                          "gemini": fake_dialects.gemini_frames}.get(dialect, _anthropic_frames)
                 _StreamWriter(handler, self._closing).run(scripted, frames(scripted, model, self._ids))
         except (_ClientGone, OSError):  # OSError: the client went while a plain answer was written
             record.disconnected = True

@@ -25,6 +25,8 @@ from actors import notifier
 from actors.titler import title_model
 from iota import hosts
 from iota.hosts import PingKind
+from iota import paths
+from iota.bots.bot import bot_memory
 from iota.chat import prepare_chat
 from iota.config import audit, settings
 from iota.errors import IotaError
@@ -115,6 +117,14 @@ async def refusals_probe(loaded, cwd):
 async def instructions_probe(loaded, cwd):
     setup = chat(loaded, cwd)
     return setup.instructions, setup.mode, setup.sessions_bucket()
+
+
+async def memory_probe(loaded, cwd):
+    """Which memory files bot `a`'s requests carry (bot `main` has written its MEMORY.md)."""
+    main = paths.bots_dir() / "main"
+    main.mkdir(parents=True, exist_ok=True)
+    (main / "MEMORY.md").write_text("# main memory\n## User\n- Likes tea\n")
+    return [source.label for source in bot_memory("a", loaded, cwd).sources()]
 
 
 async def listing_probe(loaded, cwd):
@@ -236,6 +246,8 @@ CASES = [
     Case("agents.mode", key("agents", "a", mode="agent"), instructions_probe),
     Case("agents.no_save", key("agents", "a", no_save=True), refusals_probe, base=key("agents", "a", mode="bot")),
     Case("agents.notify", key("agents", "a", notify=False), notify_probe),
+    Case("agents.inherit", key("agents", "a", inherit=["main"]), memory_probe,
+         base=both(key("agents", "a", mode="bot"), key("agents", "main", mode="bot", model="m"))),
     Case("agents.description", key("agents", "a", description="Writes the docs"), listing_probe),
     Case("agents.context_window", key("agents", "a", context_window="64k"), request_probe),
     Case("agents.effort", key("agents", "a", effort="low"), request_probe),
