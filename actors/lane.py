@@ -147,6 +147,10 @@ class Lane:
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
         # A bot's way out of a context-too-long error: compact, then the turn is sent again.
         self.recover: Callable[[Lane], Awaitable[None]] | None = None
+        # Background work that must never delay a job (the title pass): told as each job
+        # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
+        self.on_job_start: list[Callable[[], None]] = []
+        self.on_rest: list[Callable[[Lane], None]] = []
 
     # -- what the input actor calls --
 
@@ -202,6 +206,8 @@ class Lane:
         self.host.state(self._resting_state())  # the first report: the chat is ready
         while True:
             job = await self.inbox.get()
+            for starting in self.on_job_start:
+                starting()
             self._idle = trio.Event()
             self.host.state(State.BUSY)
             self._failed = False
@@ -214,6 +220,8 @@ class Lane:
                 self._idle.set()
             if not self.inbox:
                 self.host.state(State.ERROR if self._failed else self._resting_state())
+                for resting in self.on_rest:
+                    resting(self)
 
     async def _run(self, job: Job) -> None:
         if isinstance(job, UserMessage):
@@ -359,12 +367,13 @@ class Lane:
         return options[answer] if answer is not None else Decision.DENY
 
     async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
-                  detail: str = "") -> int | None:
+                  detail: str = "", search: tuple[str, ...] = ()) -> int | None:
         """Show a select and wait for the answer (None: Esc). While it waits, the host shows the
         chat as needing input, and `ping` (if given) asks for attention. `detail` is shown in
-        full between the title and the options."""
+        full between the title and the options; `search` (one text per option) makes it a
+        long list the person narrows by typing (the session pickers)."""
         send, receive = trio.open_memory_channel(1)
-        self.emit(Choose(title, options, send, detail))
+        self.emit(Choose(title, options, send, detail, search))
         before = self._running
         self.set_running("Waiting for your answer")
         try:

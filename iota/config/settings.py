@@ -200,6 +200,7 @@ class AgentConfig:
     effort: str | None = None
     temperature: float | None = None
     top_p: float | None = None
+    title_model: str | None = None  # the model of the title pass; None: the agent's own
     # A bot's work (iota.bots): how many turns in a row it continues a task by itself (0: never),
     # and the IANA time zone its schedules run in (None: the machine's).
     auto_continue: int = DEFAULT_AUTO_CONTINUE
@@ -214,8 +215,8 @@ class AgentConfig:
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
-                   tuple(_texts(raw, "inherit")), **_layered(raw), auto_continue=_auto_continue(raw),
-                   timezone=_timezone(raw))
+                   tuple(_texts(raw, "inherit")), **_layered(raw), title_model=_text(raw, "title_model"),
+                   auto_continue=_auto_continue(raw), timezone=_timezone(raw))
 
 
 @dataclass(frozen=True)
@@ -480,7 +481,8 @@ def _check_references(config: Config) -> None:
                        f'defer_mode "{model.defer_mode}" does not apply to provider type {kind}')
     for name, agent in config.agents.items():
         source = config.sources[f"agents.{name}"]
-        for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices)):
+        for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices),
+                            ("title_model", [agent.title_model] if agent.title_model else [])):
             for model in wanted:
                 if model not in config.models and not _is_direct_model(config, model):
                     raise fail(source, f"agents.{name}.{key}",
