@@ -47,6 +47,7 @@ class ChatSetup:
     warnings: list[str] = field(default_factory=list)   # one-line start-up warnings
     host_lines: list[str] = field(default_factory=list)
     memory_block: str = ""
+    notes_catalog: str = ""   # a bot's notes, refreshed before each message (iota.bots.notes)
     extra_tools: list = field(default_factory=list)   # a bot's `remember`
     # How the `ask` tools reach the person; the interactive chat sets it before opening the tools.
     asker: Asker | None = None
@@ -107,7 +108,7 @@ class ChatSetup:
         return compose(PromptContext(
             project_root=self.project_root, cwd=self.cwd, mode=self.mode, instructions=self.instructions,
             toolsets=toolsets, config_lines=self.config_lines(), host_lines=self.host_lines,
-            skills=self.skills, memory_block=self.memory_block,
+            skills=self.skills, memory_block=self.memory_block, notes_catalog=self.notes_catalog,
         ))
 
     def config_lines(self) -> list[str]:

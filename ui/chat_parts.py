@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from actors.commands import COMMANDS, resume_opening
+from actors.bot_work import BotWork, open_bot_work
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.lane import Lane
@@ -75,6 +76,9 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
         commands["memory"] = (MEMORY_HELP, chat.watcher.show)
+    work = chat.work
+    if work is not None:
+        commands.update(work.commands)
     parts = ChatParts(
         setup=setup, conversation=chat.conversation,
         card=_card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings]),
@@ -82,11 +86,13 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
         before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
-                     compactor.before_send if compactor else CompactionOffer()],
-        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
+                     compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else [])],
+        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
+                    *(work.after_turn if work else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[compactor.check] if compactor else [],
-        tasks=[] if chat.bot else [Titler(setup).run])  # a bot's session keeps the bot's name
+        on_start=[*([compactor.check] if compactor else []), *(work.on_start if work else [])],
+        # A bot's session keeps the bot's name (no title pass); its scheduler runs beside the lane.
+        tasks=(work.actors if work else []) if chat.bot else [Titler(setup).run])
     return parts
 
 
@@ -101,6 +107,7 @@ class _Opened:
     warnings: list[str] = field(default_factory=list)
     compactor: BotCompactor | None = None
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
+    work: BotWork | None = None           # a bot's tasks, schedules and notes
 
     @property
     def bot(self) -> bool:
@@ -140,6 +147,9 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     typed = _TypedByPerson(conversation)
     remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed)
     setup.extra_tools.append(remember)
+    work = open_bot_work(setup, start.dir)
+    setup.extra_tools.extend(work.tools)
+    warnings += work.warnings
     opening = [] if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
@@ -153,7 +163,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work)
 
 
 class _TypedByPerson:
