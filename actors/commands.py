@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from datetime import datetime
 import json
 import os
 from pathlib import Path
@@ -22,13 +21,14 @@ from actors.events import Notice, Panel, TurnEnded
 from actors.history import SessionHistory
 from actors.lane import Lane
 from iota import __version__
-from iota.bots import bot as bots
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
-from iota.sessions.bundle import Session, delete_session, list_sessions, session_label
+from iota.sessions.bundle import Session
+from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
+                                     session_subcommand)
 
 
 async def show_status(lane: Lane, argument: str) -> None:
@@ -244,12 +244,15 @@ def resume_opening(session: Session, conversation: Conversation) -> tuple[list, 
     """What a resumed chat shows first — the newest page of its history (older ones follow as
     the person scrolls up) and `Resumed session <id> (<n> messages)` — and the history the later
     pages come from. A last round that got no reply ends the page as failed, so the composer
-    offers its message again (Up)."""
+    offers its message again (Up). What iota wrote for the model alone (hidden: a schedule's
+    trigger, the auto-continue nudge) is not shown."""
     history = SessionHistory(session.dir)
     page = history.first_page()
     messages = conversation.messages
     starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
-    if starts and not any(m.role == ASSISTANT and m.content and not m.interrupted for m in messages[starts[-1] + 1:]):
+    last = starts[-1] if starts else None
+    if last is not None and not messages[last].hidden and \
+            not any(m.role == ASSISTANT and m.content and not m.interrupted for m in messages[last + 1:]):
         page = dataclasses.replace(page, events=(*page.events, TurnEnded(failed=True)))
     return [page, Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)")], history
 
@@ -264,39 +267,33 @@ def show_session(lane: Lane, label: str, history: SessionHistory | None) -> None
 
 
 async def sessions(lane: Lane, argument: str) -> None:
-    """`/session`: resume another saved session here, or delete one (after a yes). Neither the
-    session this chat is writing nor a bot's is offered; one open in another process is refused
-    with a line saying so, and the chat goes on."""
-    action = await lane.ask("Session", ("Resume", "Delete"))
+    """`/session`: resume another saved session here, delete, archive or unarchive one, picked
+    from the session tree (typing filters it); `/session archive|unarchive|parent|unparent …`
+    (actors.session_commands). The one this chat is writing is not offered, nor a bot's."""
+    if argument:
+        await session_subcommand(lane, argument)
+        return
+    action = await lane.ask("Session", SESSION_ACTIONS)
     if action is None:
         return
+    verb = SESSION_ACTIONS[action]
     current = lane.conversation.session
-    now = datetime.now().astimezone()
-    try:
-        hidden = bots.bot_session_ids()  # a bot's one session is never offered, nor deleted
-    except IotaError as error:
-        lane.notice(str(error), warning=True)
+    candidates = await offered_sessions(lane, archived=verb == "Unarchive")
+    if candidates is None:
         return
-    candidates = [info for info in list_sessions(lane.setup.sessions_bucket())
-                  if info.id not in hidden and (current is None or info.id != current.id)]
     if not candidates:
-        lane.notice("No other saved sessions.")
+        lane.notice("No archived sessions." if verb == "Unarchive" else "No other saved sessions.")
         return
-    index = await lane.ask("Resume which session?" if action == 0 else "Delete which session?",
-                          tuple(session_label(info, now) for info in candidates))
-    if index is None:
+    chosen = await pick_session(lane, f"{verb} which session?", candidates)
+    if chosen is None:
         return
-    chosen = candidates[index]
+    if verb in ("Archive", "Unarchive"):
+        await archive_session(lane, chosen.dir, verb == "Archive")
+        return
+    if verb == "Delete":
+        await delete_session(lane, chosen)
+        return
     try:
-        if action == 1:
-            sure = await lane.ask(f"Delete session {chosen.id} ({chosen.title or '(untitled)'})? It cannot be undone.",
-                                  ("Delete", "Keep it"))
-            if sure != 0:
-                lane.notice(f"Kept session {chosen.id}")
-                return
-            await trio.to_thread.run_sync(delete_session, chosen.dir)
-            lane.notice(f"Deleted session {chosen.id}")
-            return
         opened = await trio.to_thread.run_sync(Session.open, chosen.dir)
     except IotaError as error:
         lane.notice(str(error), warning=True)
@@ -310,6 +307,9 @@ async def sessions(lane: Lane, argument: str) -> None:
         lane.notice(warning, warning=True)
     for event in opening:
         lane.emit(event)
+
+
+SESSION_ACTIONS = ("Resume", "Delete", "Archive", "Unarchive")
 
 
 async def clear(lane: Lane, argument: str) -> None:
@@ -385,6 +385,8 @@ _SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"
 
 
 def _speaker(message: Message) -> str:
+    if message.hidden:  # a schedule's trigger, the auto-continue nudge, the open tasks
+        return "iota, to the model"
     if message.notice:
         return "Notice"
     if message.role == TOOL:
@@ -422,7 +424,10 @@ COMMANDS = {
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),
-    "session": ("resume or delete a saved session", sessions),
+    "session": ("resume, delete, archive or move a saved session: /session [archive|unarchive|parent|unparent]",
+                sessions),
+    "rename": ("give this session a title: /rename <title>", rename),
+    "fork": ("go on in a new session under this one, from what the model sees now: /fork [title]", fork),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project", show_skills),

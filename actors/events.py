@@ -7,6 +7,7 @@
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     status ──Status(...) / Hint(...)──► face
+    a bot's tasks ──OpenTasks(rows)──► face (above the composer)
     the history of a saved session ──Older(events, more)──► face (prepended to the transcript)
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
@@ -171,6 +172,14 @@ class Status:
 
 
 @dataclass(frozen=True)
+class OpenTasks:
+    """A bot's tasks in progress, one row each (`Migrate CI · step 2/3 · Update workflows`),
+    shown above the composer; an empty tuple hides them."""
+
+    rows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Panel:
     """A block of text to show in the transcript: /status, /tools, /skills, the echo of a resume."""
 
@@ -183,13 +192,15 @@ class Choose:
     """A select the person answers: the approval prompt (`<label> wants to modify files —
     allow?` or `… wants to run a command — allow?`, with Allow once / Allow for this session /
     Deny), the /session and /model pickers. `detail` is what an approval approves — the whole
-    command, the diff — shown in full before the options. The chosen option's index goes back on
-    `reply`; Esc sends None."""
+    command, the diff — shown in full before the options. `search`, one text per option, makes
+    the select a list filtered by what the person types (the session pickers: their titles).
+    The chosen option's index goes back on `reply`; Esc sends None."""
 
     title: str
     options: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
     detail: str = ""
+    search: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

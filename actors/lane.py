@@ -18,6 +18,11 @@ that fails (the provider gave up) keeps what it did too, and a notice of the fai
 next request tells the model; the person's message stays on screen, in the log and in the
 composer's history. A write that fails (a full disk) is shown, naming what was not written, and
 the conversation goes on.
+
+A turn iota starts by itself — a schedule's trigger, the auto-continue nudge of a task in progress
+— is a `QuietTurn` job: it runs exactly as a typed turn does (the hooks before and after, Ctrl+C,
+approvals, compaction, the host's states), but its message is marked hidden, so the model reads
+it and the transcript does not show it. The attention ping waits until no such turn is queued.
 """
 
 from __future__ import annotations
@@ -74,7 +79,16 @@ class JobNote:
     text: str
 
 
-Job = UserMessage | Command | JobNote
+@dataclass(frozen=True)
+class QuietTurn:
+    """A turn iota starts by itself. `run` decides, when its turn comes, whether there is still
+    something to do, and sends it with `Lane.quiet_turn`; `name` says what started it."""
+
+    name: str
+    run: Callable[[Lane], Awaitable[None]]
+
+
+Job = UserMessage | Command | JobNote | QuietTurn
 
 
 class Inbox:
@@ -96,6 +110,9 @@ class Inbox:
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def __iter__(self):
+        return iter(self._jobs)
 
     def has(self, kind: type) -> bool:
         return any(isinstance(job, kind) for job in self._jobs)
@@ -156,6 +173,8 @@ class Lane:
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
         self._failed = False  # the running job failed: the host shows the error state after it
+        self.last_turn: Turn | None = None  # the last turn of a message, typed or quiet (None: it failed)
+        self.interruptions = 0  # how many times Ctrl+C (or a signal) cancelled a running job
         self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
         self._idle = trio.Event()
         self._idle.set()
@@ -175,6 +194,10 @@ class Lane:
         # one) and the saved history pages come from.
         self.card: Card | None = None
         self.history: SessionHistory | None = None
+        # Background work that must never delay a job (the title pass): told as each job
+        # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
+        self.on_job_start: list[Callable[[], None]] = []
+        self.on_rest: list[Callable[[Lane], None]] = []
 
     # -- what the input actor calls --
 
@@ -194,6 +217,7 @@ class Lane:
         ended). False when nothing runs."""
         if self._job_scope is not None:
             self._job_scope.cancel()
+            self.interruptions += 1
         if self.busy:
             self.inbox.hold(True)
         return self.busy
@@ -282,6 +306,8 @@ class Lane:
             job = await self.inbox.get()
             if isinstance(job, UserMessage):
                 self.show_status()
+            for starting in self.on_job_start:
+                starting()
             self._idle = trio.Event()
             self.host.state(State.BUSY)
             self._failed = False
@@ -294,18 +320,27 @@ class Lane:
                 self._idle.set()
             if not self.inbox.ready():
                 self.host.state(State.ERROR if self._failed else self._resting_state())
+                for resting in self.on_rest:
+                    resting(self)
 
     async def _run(self, job: Job) -> None:
         if isinstance(job, UserMessage):
             await self._user_turn(job.text)
         elif isinstance(job, Command):
             await job.run(self, job.argument)
+        elif isinstance(job, QuietTurn):
+            await job.run(self)
         else:
             await self.keep([notice(job.text)])
 
-    async def _user_turn(self, text: str) -> None:
-        self.emit(UserEcho(text))
-        user = Message(USER, content=text)
+    async def quiet_turn(self, text: str) -> None:
+        """A turn of a message iota wrote (a `QuietTurn`'s): the model reads it, nobody sees it."""
+        await self._user_turn(text, hidden=True)
+
+    async def _user_turn(self, text: str, *, hidden: bool = False) -> None:
+        if not hidden:
+            self.emit(UserEcho(text))
+        user = Message(USER, content=text, hidden=hidden)
         with self.interruptible() as scope:
             for hook in self.before_send:
                 await hook(self, user)
@@ -314,9 +349,10 @@ class Lane:
             self.emit(TurnEnded(interrupted=True))
             return
         turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        self.last_turn = turn
         for after in self.after_turn:  # a failed turn's memory writes are recorded too
             await after(self)
-        if turn is not None:
+        if turn is not None and not self.inbox.has(QuietTurn):  # the bot goes on working: no call yet
             self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
@@ -439,17 +475,19 @@ class Lane:
 
     async def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""
-        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in APPROVAL_OPTIONS),
+        options = (Decision.ALLOW_ONCE, Decision.DENY) if request.ask_every_time else APPROVAL_OPTIONS
+        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in options),
                                 ping=request.question, detail=request.detail)
-        return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
+        return options[answer] if answer is not None else Decision.DENY
 
     async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
-                  detail: str = "") -> int | None:
+                  detail: str = "", search: tuple[str, ...] = ()) -> int | None:
         """Show a select and wait for the answer (None: Esc). While it waits, the host shows the
         chat as needing input, and `ping` (if given) asks for attention. `detail` is shown in
-        full between the title and the options."""
+        full between the title and the options; `search` (one text per option) makes it a
+        long list the person narrows by typing (the session pickers)."""
         send, receive = trio.open_memory_channel(1)
-        self.emit(Choose(title, options, send, detail))
+        self.emit(Choose(title, options, send, detail, search))
         before = self._running
         self.set_running("Waiting for your answer")
         try:

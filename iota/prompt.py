@@ -9,7 +9,8 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 4. `<instructions>`              the person's system prompt (bare, untagged, without a harness)
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
-7. the memory blocks             bots: global memory, inherited memory, the bot's memory
+7. the notes catalog             bots with notes (iota.bots.notes; the bodies are read on demand)
+8. the memory blocks             bots: global memory, inherited memory, the bot's memory
                                  directory (SOUL.md, USER.md, BRIEF.md, the others), MEMORY.md —
                                  in that fixed order, one block a file, composed by
                                  iota.memory.layers and passed in here as one text
@@ -60,6 +61,7 @@ class PromptContext:
     host_lines: list[str] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
     memory_block: str = ""
+    notes_catalog: str = ""
     today: datetime.date | None = None
 
 
@@ -78,6 +80,7 @@ def compose(context: PromptContext) -> str:
         segments.append(agents_chain(context.project_root, context.cwd))
         segments.append(catalog(context.skills))
     if context.mode == "bot":
+        segments.append(context.notes_catalog)
         segments.append(context.memory_block)
     return "\n\n".join(segment for segment in segments if segment)
 

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Callable
 
 from actors.commands import COMMANDS, help_command, resume_opening
+from actors.bot_work import BotWork, open_bot_work
 from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.supervisor import ChatParts
+from actors.titler import Titler
 from iota import __version__
 from iota.bots import bot as bots
 from iota.config import settings, trust
@@ -33,11 +35,14 @@ from iota.mcp.servers import servers_for_run
 from iota.prompt import agents_files
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
-from iota.sessions.bundle import Session, list_sessions, resolve_session, session_label
+from iota.sessions.bundle import Session, list_sessions, lock_bundle
+from iota.sessions.tree import tree_choices
 from iota.tools.remember import Remember
+from ui.commands.resumed import resumed_session
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
-ChooseOne = Callable[[str, tuple[str, ...]], "int | None"]
+# Its optional third argument, one text per option, makes it a list the person filters by typing.
+ChooseOne = Callable[..., "int | None"]
 
 
 def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choose: ChooseOne | None = None,
@@ -47,7 +52,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     it to pick the session when `iota resume` names none."""
     cwd = Path.cwd()
     if args.command == "resume":
-        session = _open_named(args.id) if args.id else _pick_session(choose)
+        session = resumed_session(args, lambda question: _pick_session(choose, question, args.all,
+                                                                          check_open=not args.fork))
         agent_name = session.meta.get("agent") or "default"
         agent = loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name)
     else:
@@ -66,12 +72,17 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     else:
         chat = _open_chat(args, setup, session)
     cleanup.callback(chat.close_switched)
+    if args.command == "resume" and args.fork:
+        chat.opening.append(Notice(f"Forked from session {session.meta.get('parent')}; the original is unchanged."))
     commands = {name: entry for name, entry in COMMANDS.items()
                 if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
     compactor = chat.compactor
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
         commands["memory"] = (MEMORY_HELP, chat.watcher.show)
+    work = chat.work
+    if work is not None:
+        commands.update(work.commands)
     commands["help"] = (COMMANDS["help"][0], help_command(commands))
     card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings])
 
@@ -84,10 +95,13 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
         before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
-                     compactor.before_send if compactor else CompactionOffer()],
-        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
+                     compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else [])],
+        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
+                    *(work.after_turn if work else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[show_what_it_shows, *([compactor.check] if compactor else [])])
+        on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
+        # A bot's session keeps the bot's name (no title pass); its scheduler runs beside the lane.
+        tasks=(work.actors if work else []) if chat.bot else [Titler(setup).run])
     return parts
 
 
@@ -102,6 +116,7 @@ class _Opened:
     warnings: list[str] = field(default_factory=list)
     compactor: BotCompactor | None = None
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
+    work: BotWork | None = None           # a bot's tasks, schedules and notes
     history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
 
     @property
@@ -143,6 +158,9 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     typed = _TypedByPerson(conversation)
     remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed)
     setup.extra_tools.append(remember)
+    work = open_bot_work(setup, start.dir)
+    setup.extra_tools.extend(work.tools)
+    warnings += work.warnings
     opening, history = ([], None) if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
@@ -156,7 +174,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, history)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, history)
 
 
 class _TypedByPerson:
@@ -192,27 +210,23 @@ def settle_project_trust(loaded: Config, choose: ChooseOne, load: Callable[[], C
     return load()
 
 
-def _open_named(prefix: str) -> Session:
-    bundle = resolve_session(prefix)
-    bots.check_not_bot_session(bundle.name)
-    return Session.open(bundle)
-
-
-def _pick_session(choose: ChooseOne | None) -> Session:
-    """`iota resume` with no id: choose among the saved sessions (not a bot's), newest first.
-    One open in another process is not an end: the picker says so and asks again."""
-    now = datetime.now().astimezone()
+def _pick_session(choose: ChooseOne | None, question: str, include_archived: bool, *, check_open: bool) -> Path:
+    """`iota resume` with no id: choose among the saved sessions (not a bot's, archived ones
+    only with --all) in their tree, newest first, filtered by typing. One open in another process
+    (`check_open`) is not an end: the picker says so and asks again."""
     hidden = bots.bot_session_ids()
-    infos = [info for info in list_sessions() if info.id not in hidden]
-    title = "Resume which session?"
+    infos = [info for info in list_sessions(include_archived=include_archived) if info.id not in hidden]
+    ordered, labels, search = tree_choices(infos, datetime.now().astimezone())
     while True:
-        index = choose(title, tuple(session_label(i, now) for i in infos)) if infos and choose else None
+        index = choose(question, labels, search) if infos and choose else None
         if index is None:
             raise IotaError("no session to resume")
         try:
-            return Session.open(infos[index].dir)
+            if check_open:
+                lock_bundle(ordered[index].dir).release()
+            return ordered[index].dir
         except SessionLocked as error:
-            title = f"{error} — resume which session?"
+            question = f"{error} — {question[0].lower()}{question[1:]}"
 
 
 async def _write_terminal(data: bytes) -> None:

@@ -58,9 +58,11 @@ def _refuse_before_the_screen(args: argparse.Namespace) -> None:
     from iota.sessions import locking
 
     if args.command == "resume" and args.id:
-        from iota.sessions.bundle import check_not_open, resolve_session
+        from iota.sessions.bundle import lock_bundle, resolve_session
 
-        check_not_open(resolve_session(args.id))
+        bundle = resolve_session(args.id, include_archived=args.all)
+        if not args.fork:  # a fork only reads the session it starts from
+            lock_bundle(bundle).release()
     elif args.command == "run":
         lock = paths.bots_dir() / args.agent / "lock"
         if lock.is_file():
@@ -105,9 +107,10 @@ async def _cancel_on_signal(signals, everything: trio.CancelScope) -> None:
         return
 
 
-async def _choose_once(events: trio.MemorySendChannel, title: str, options: tuple[str, ...]) -> int | None:
+async def _choose_once(events: trio.MemorySendChannel, title: str, options: tuple[str, ...],
+                       search: tuple[str, ...] = ()) -> int | None:
     reply_send, reply_receive = trio.open_memory_channel(1)
-    events.send_nowait(Choose(title, options, reply_send))
+    events.send_nowait(Choose(title, options, reply_send, search=search))
     return await reply_receive.receive()
 
 

@@ -6,6 +6,7 @@
     │ chooser   (while a Choose or Ask is open)│
     │ queued messages (dim, while any wait)    │
     │ slash suggestions   (text starts with /) │
+    │ ◆ open tasks        (a bot's, if any)    │
     │ ──────────────────────────────────────── │
     │ ❯ composer                               │
     │ ──────────────────────────────────────── │
@@ -51,13 +52,15 @@ from functools import partial
 import urwid
 
 from actors.events import (Ask, CancelInnermost, Card, Choose, Focus, Hint, Interrupt, Leave, LoadOlder, Older,
-                           SendQueued, SlashCommands, Status, Submit, TakeBackQueued, TakenBack, TurnEnded,
-                           UserEcho)
+                           OpenTasks, SendQueued, SlashCommands, Status, Submit, TakeBackQueued, TakenBack,
+                           TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
+from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
 from ui.widgets.queue import QueueView
 from ui.widgets.status import StatusRow
+from ui.widgets.tasks import OpenTasksRows
 from ui.widgets.transcript import Transcript
 
 PROMPT = "❯ "
@@ -91,6 +94,7 @@ class ChatLayout(urwid.WidgetWrap):
                                            focus_column=1)
         self.queue = QueueView()
         self.status_row = StatusRow(clock)
+        self.open_tasks = OpenTasksRows()
         self._choices: deque[Choose | Ask | LocalChoice] = deque()
         self._chooser: Chooser | QuestionForm | None = None
         self._last_sent = ""  # the message of the turn in progress, offered again if it fails
@@ -112,6 +116,8 @@ class ChatLayout(urwid.WidgetWrap):
             rows.append(self.queue)
         if self.suggestions.showing:
             rows.append(self.suggestions)
+        if self.open_tasks.showing:
+            rows.append(self.open_tasks)
         rows += [self._rules[0], self._composer_row, self._rules[1], self.status_row]
         self._bottom.contents = [(row, self._bottom.options("pack")) for row in rows]
         self._bottom.focus_position = rows.index(self._chooser or self._composer_row)
@@ -126,6 +132,7 @@ class ChatLayout(urwid.WidgetWrap):
                 self._withdraw_choices()
                 if event.failed and self._last_sent:  # the message stays one Up away
                     self.composer.offer_again(self._last_sent)
+                self._last_sent = ""  # a turn the person did not type (a bot's own) offers nothing
             return
         match event:
             case Status():
@@ -134,6 +141,9 @@ class ChatLayout(urwid.WidgetWrap):
                     self._arrange_bottom()
             case Hint(text=text):
                 self.status_row.show_hint(text)
+            case OpenTasks(rows=rows):
+                self.open_tasks.show(rows)
+                self._arrange_bottom()
             case TakenBack(text=text):
                 self.composer.set_draft(text)
                 self._arrange_bottom()
@@ -160,8 +170,12 @@ class ChatLayout(urwid.WidgetWrap):
         if self._chooser is None and self._choices:
             prompt = self._choices[0]
             answered = partial(self._answered, prompt)
-            self._chooser = (QuestionForm(prompt.questions, answered) if isinstance(prompt, Ask)
-                             else Chooser(prompt.title, prompt.options, answered, prompt.detail))
+            if isinstance(prompt, Choose) and prompt.search:
+                self._chooser = FilterChooser(prompt.title, prompt.options, prompt.search, answered)
+            elif isinstance(prompt, Ask):
+                self._chooser = QuestionForm(prompt.questions, answered)
+            else:
+                self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
             self._arrange_bottom()
 
     def _answered(self, prompt: Choose | Ask | LocalChoice, answer: object) -> None:
