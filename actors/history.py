@@ -5,7 +5,7 @@ the rest as the person scrolls up: the face sends `LoadOlder`, the input actor c
 `SessionHistory.send_older`, and the page goes back as one `Older` event. Every record the log
 keeps is shown as it happened: the person's messages, the replies, each tool call with what it
 acted on and what the model read back, notices, and each compaction as one dim line (not the
-summary-preambled message the model is sent).
+summary-preambled message the model is sent); what iota wrote for the model alone is left out.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ def history_events(records: list[Message]) -> list:
     events: list = []
     names: dict[str, str] = {}
     for record in records:
+        if record.hidden:  # what iota wrote for the model alone: a schedule's trigger, a nudge
+            continue
         if record.role == USER:
             events.append(Notice(record.content) if record.notice else UserEcho(record.content))
         elif record.role == ASSISTANT:
