@@ -169,7 +169,7 @@ def test_the_resume_picker_says_a_session_is_open_elsewhere_and_asks_again(iota,
     other = make_chat_session("Other", "the other question", "the other answer")
     screen = chat.terminals.start([IOTA, "resume"], cols=110, rows=32, env=iota.env(), cwd=iota.cwd)
     shown = screen.wait_for("Resume which session?")
-    rows = [row for row in shown.splitlines() if re.match(r"^[❯ ] \d\. ", row)]
+    rows = [row for row in shown.splitlines() if row.startswith(("❯ ", "  ")) and " · fake-model · " in row]
     held_row = next(n for n, row in enumerate(rows) if "Other" not in row)
     screen.send_keys(*["Down"] * held_row, "Enter")
     screen.wait_for(f"session {held.name} is open in another iota process")
