@@ -7,7 +7,9 @@ notice, compacted_through, usage, then the later keys) and leaves out every empt
 zero value, so the log stays small and diffable.
 
 The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record
-was written in), and the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer). Three roles are the log's own bookkeeping, never sent to a model (see
+was written in), the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer), and
+`attachments`: the files a user message carries (`/file`), as the Rust iota writes them,
+`[{filename, mime, data_ref: "sha256:<hex>"}]` (iota.sessions.attachments). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from iota.sessions.attachments import Attachment
 
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
 PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"
@@ -91,6 +95,7 @@ class Message:
     # history (as {"name", "description", "parameters"}) for a provider whose tools array stays fixed.
     server_blocks: list[dict[str, Any]] = field(default_factory=list)
     mounted_tools: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -118,6 +123,8 @@ class Message:
             record["server_blocks"] = self.server_blocks
         if self.mounted_tools:
             record["mounted_tools"] = self.mounted_tools
+        if self.attachments:
+            record["attachments"] = [attachment.to_record() for attachment in self.attachments]
         return record
 
     @classmethod
@@ -155,4 +162,5 @@ class Message:
             turn=text("turn"),
             server_blocks=objects("server_blocks"),
             mounted_tools=objects("mounted_tools"),
+            attachments=[a for a in map(Attachment.from_record, objects("attachments")) if a is not None],
         )
