@@ -6,6 +6,7 @@ Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
 import json
@@ -15,6 +16,8 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
+from actors.edit_command import EDIT_HELP, edit_message
+from actors.file_command import FILE_HELP, attach_file
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
@@ -24,6 +27,8 @@ from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
+from iota.sessions import attachments
+from iota.sessions.attachments import attached_line, describe
 from iota.sessions.bundle import Session
 from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
                                      session_subcommand)
@@ -177,6 +182,8 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
     starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
     for index in starts[-ECHOED_ROUNDS:]:
         events.append(UserEcho(messages[index].content))
+        if messages[index].attachments:
+            events.append(Notice(attached_line(messages[index].attachments)))
         end = next((i for i in starts if i > index), len(messages))
         round_ = messages[index + 1:end]
         for message in round_:
@@ -250,7 +257,7 @@ def _full_log(session: Session) -> list[Message]:
                 continue
             if isinstance(record, dict) and record.get("role") in (SYSTEM, USER, ASSISTANT, TOOL):
                 messages.append(Message.from_record(record))
-    return messages
+    return attachments.bind(messages, session.dir)
 
 
 ECHOED_ROUNDS = 3
@@ -270,7 +277,8 @@ def _body(message: Message) -> str:
     calls = "".join(f"\n→ {call.name}({json.dumps(call.arguments, ensure_ascii=False)})"
                     for call in message.tool_calls)
     mark = " (interrupted)" if message.interrupted else ""
-    return f"{message.content}{mark}{calls}".strip()
+    files = "".join(f"\n📎 {describe(attachment)}" for attachment in message.attachments)
+    return f"{message.content}{mark}{calls}{files}".strip()
 
 
 def render_markdown(messages: list[Message]) -> str:
@@ -282,10 +290,21 @@ def render_markdown(messages: list[Message]) -> str:
 
 def render_html(messages: list[Message]) -> str:
     rows = "\n".join(f'<section class="{html.escape(m.role)}"><h2>{html.escape(_speaker(m))}</h2>'
-                     f"<pre>{html.escape(_body(m))}</pre></section>" for m in messages)
+                     f"<pre>{html.escape(_body(m))}</pre>{_images_html(m)}</section>" for m in messages)
     return ("<!doctype html>\n<meta charset=\"utf-8\">\n<title>iota conversation</title>\n"
             "<style>body{font-family:sans-serif;max-width:60em;margin:auto}pre{white-space:pre-wrap}"
             ".user h2{color:#06c}.tool{color:#555}</style>\n" + rows + "\n")
+
+
+def _images_html(message: Message) -> str:
+    """A message's attached images, inline, so the exported page stands on its own."""
+    images = []
+    for attachment in message.attachments:
+        data = attachment.read() if attachment.is_image else None
+        if data is not None:
+            images.append(f'<img alt="{html.escape(attachment.filename)}" style="max-width:100%" '
+                          f'src="data:{attachment.mime};base64,{base64.b64encode(data).decode()}">')
+    return "".join(images)
 
 
 COMMANDS = {
@@ -300,5 +319,7 @@ COMMANDS = {
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project", show_skills),
+    "file": (FILE_HELP, attach_file),
+    "edit": (EDIT_HELP, edit_message),
     "quit": ("leave iota", None),
 }

@@ -5,6 +5,7 @@
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
+    /edit ──ComposerText(text)──► face
     status ──Status(...)──► face
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
@@ -157,6 +158,14 @@ class RunInTerminal:
 
     argv: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ComposerText:
+    """Text to put in the composer, replacing what is there, for the person to go on with (what
+    `/edit` brought back from the editor)."""
+
+    text: str
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
+from iota.sessions.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
@@ -132,6 +133,8 @@ class Lane:
         # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
         self.on_job_start: list[Callable[[], None]] = []
         self.on_rest: list[Callable[[Lane], None]] = []
+        # Files `/file` attached, waiting for the next message the person sends (actors.file_command).
+        self.attachments: list[Attachment] = []
 
     # -- what the input actor calls --
 
@@ -213,7 +216,10 @@ class Lane:
 
     async def _user_turn(self, text: str) -> None:
         self.emit(UserEcho(text))
-        user = Message(USER, content=text)
+        user = Message(USER, content=text, attachments=self.attachments)
+        self.attachments = []
+        if user.attachments:
+            self.notice(attached_line(user.attachments))
         with self.interruptible() as scope:
             for hook in self.before_send:
                 await hook(self, user)

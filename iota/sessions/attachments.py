@@ -132,6 +132,11 @@ def describe(attachment: Attachment) -> str:
     return f"{attachment.filename} ({attachment.mime})"
 
 
+def attached_line(attachments: Sequence[Attachment]) -> str:
+    """The transcript's line under a message that carries files: `📎 a.png (image/png), notes.md (text/plain)`."""
+    return "📎 " + ", ".join(describe(attachment) for attachment in attachments)
+
+
 def wire_text(attachment: Attachment, text: str) -> str:
     """A text attachment as the model reads it."""
     return f'<attachment filename="{_quote(attachment.filename)}">\n{text.rstrip()}\n</attachment>'
