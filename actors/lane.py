@@ -233,12 +233,15 @@ class Lane:
         if turn is not None:
             self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
-    async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
+    async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False,
+                             quiet: bool = False) -> Turn | None:
         """Send the conversation and `opening` (the user's message, or a notice such as the memory
         flush's), run the agent loop with `toolbox`, and keep what the turn does as it does it —
         all of it, or up to where Ctrl+C stopped it. A turn that fails keeps what it did, with a
         notice of the failure, and returns None. `recoverable`: a context-too-long failure is
-        mended by `self.recover` (a bot compacts) and the turn goes on from where it was."""
+        mended by `self.recover` (a bot compacts) and the turn goes on from where it was.
+        `quiet`: a failure is shown, but calls nobody back and leaves the host's state alone (the
+        memory flush, whose compaction runs whatever became of it)."""
         self.set_running("Waiting for the model")
         turn = Turn(id=new_turn_id())
         opening = dataclasses.replace(opening, turn=turn.id)
@@ -275,12 +278,15 @@ class Lane:
         self._join(turn.messages)
         await self.record([Message(TURN_END, turn=turn.id)], meta=True)
         if failure is not None:
-            return self._failed_turn(failure)
+            return self._failed_turn(failure, quiet=quiet)
         self.emit(TurnEnded(interrupted=turn.interrupted))
         return turn
 
-    def _failed_turn(self, error: IotaError) -> None:
+    def _failed_turn(self, error: IotaError, *, quiet: bool = False) -> None:
         self.emit(ErrorLine(str(error)))
+        if quiet:  # not the person's message that failed: nothing for the composer to offer again
+            self.emit(TurnEnded())
+            return None
         self.emit(TurnEnded(failed=True))
         self._failed = True
         self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
