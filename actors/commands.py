@@ -18,9 +18,11 @@ import trio
 from actors.compactor import compact_command
 from actors.edit_command import EDIT_HELP, edit_message
 from actors.file_command import FILE_HELP, attach_file
+from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
+from iota.config import params
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
@@ -118,8 +120,8 @@ TEMPERATURES = (0.0, 0.2, 0.5, 0.7, 1.0)
 
 
 async def choose_model(lane: Lane, argument: str) -> None:
-    """`/model [name]`: the model, its context window, effort or temperature, for the rest of
-    this process (the config is not changed)."""
+    """`/model [name]`: the model, its context window, effort, temperature or top_p, for the rest
+    of this process (the config is not changed), or the System tab (actors.model_tabs)."""
     setup = lane.setup
     if argument:
         await _switch_model(lane, argument)
@@ -128,7 +130,8 @@ async def choose_model(lane: Lane, argument: str) -> None:
     aspect = await lane.ask("Change what?", (
         f"Model ({model.name})", f"Context window ({format_size(model.context_window)})",
         f"Effort ({model.effort or 'default'})",
-        f"Temperature ({'default' if model.temperature is None else model.temperature})"))
+        f"Temperature ({'default' if model.temperature is None else model.temperature})",
+        f"Top P ({top_p_label(model.top_p)})", "System prompt"))
     if aspect == 0:
         names = list(setup.config.models)
         index = await lane.ask(f"Model (now {model.name})", tuple(names))
@@ -137,15 +140,21 @@ async def choose_model(lane: Lane, argument: str) -> None:
     elif aspect == 1:
         index = await lane.ask("Context window", tuple(format_size(w) for w in WINDOWS))
         if index is not None:
-            _tune(lane, context_window=WINDOWS[index], window_source="agent")
+            await _tune(lane, context_window=WINDOWS[index])
     elif aspect == 2:
         index = await lane.ask("Effort", EFFORTS)
         if index is not None:
-            _tune(lane, effort=EFFORTS[index])
+            await _tune(lane, effort=EFFORTS[index])
     elif aspect == 3:
         index = await lane.ask("Temperature", tuple(str(t) for t in TEMPERATURES))
         if index is not None:
-            _tune(lane, temperature=TEMPERATURES[index])
+            await _tune(lane, temperature=TEMPERATURES[index])
+    elif aspect == 4:
+        top_p = await choose_top_p(lane)
+        if top_p is not False:
+            await _tune(lane, top_p=top_p)
+    elif aspect == 5:
+        await show_system(lane)
 
 
 async def _switch_model(lane: Lane, name: str) -> None:
@@ -154,23 +163,27 @@ async def _switch_model(lane: Lane, name: str) -> None:
     except IotaError as error:
         lane.notice(str(error), warning=True)
         return
-    _announce_model(lane)
+    await _announce_model(lane)
 
 
-def _tune(lane: Lane, **changes) -> None:
-    lane.setup.model = dataclasses.replace(lane.setup.model, **changes)
-    _announce_model(lane)
+async def _tune(lane: Lane, **changes) -> None:
+    window = {"window_source": "agent"} if "context_window" in changes else {}
+    lane.setup.model = dataclasses.replace(params.set_by_hand(lane.setup.model, **changes), **window)
+    await _announce_model(lane)
 
 
-def _announce_model(lane: Lane) -> None:
+async def _announce_model(lane: Lane) -> None:
     model = lane.setup.model
     details = [f"{format_size(model.context_window)} window"]
     if model.effort:
         details.append(f"effort {model.effort}")
     if model.temperature is not None:
         details.append(f"temperature {model.temperature}")
+    if model.top_p is not None:
+        details.append(f"top_p {model.top_p}")
     lane.notice(f"Model: {model.name} ({', '.join(details)}) — for this process")
     lane.show_status()
+    await stamp_model(lane)
 
 
 def resume_opening(session: Session, conversation: Conversation) -> list:
@@ -308,7 +321,8 @@ def _images_html(message: Message) -> str:
 
 
 COMMANDS = {
-    "model": ("the model, context window, effort or temperature, for this process", choose_model),
+    "model": ("the model, context window, effort, temperature, top_p or system prompt, for this process",
+              choose_model),
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),

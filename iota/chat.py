@@ -19,7 +19,7 @@ from typing import AsyncIterator, Callable
 
 import trio
 
-from iota.config import settings
+from iota.config import params, settings
 from iota import paths
 from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.errors import ConfigError
@@ -89,8 +89,9 @@ class ChatSetup:
 
     def switch_model(self, name: str) -> None:
         """`/model`: another model for the rest of this process; the agent's layered parameters
-        still apply. The config on disk is not changed."""
-        self.model = settings.resolve_model(self.config, self.agent, name)
+        still apply, and a value set by hand in /model stays where the new model's config says
+        nothing. The config on disk is not changed."""
+        self.model = params.carry_over(self.model, settings.resolve_model(self.config, self.agent, name))
         if self._provider is not None:
             self._retired.append(self._provider)
         self._provider = None
@@ -211,10 +212,14 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
                  system_override: str | None = None, replay: dict | None = None,
                  interactive: bool = True, mcp_flags: list[str] | None = None) -> ChatSetup:
     """Settle everything a chat takes from the config. `replay` is a resumed session's meta,
-    whose model and tuning are kept unless `-M` names another model."""
+    whose model and tuning are kept unless `-M` names another model: its layered parameters and
+    their sources replay as recorded, not evaluated from the config again (iota.config.params)."""
+    replayed = None
     if replay and not model_override and replay.get("provider") and replay.get("model"):
-        model_override = _replayed_model(loaded, replay)
+        model_override = replayed = _replayed_model(loaded, replay)
     model = settings.resolve_model(loaded, agent, model_override)
+    if replayed is not None:
+        model = params.replay(model, replay, settings.DEFAULT_CONTEXT_WINDOW)
     confinement = Confinement.from_environment(os.environ)
     if confinement is not None:
         enforce_confinement(confinement, loaded, agent, cwd, interactive=interactive, mcp_flags=mcp_flags or [])
