@@ -19,6 +19,7 @@ from actors.compactor import compact_command
 from actors.edit_command import EDIT_HELP, edit_message
 from actors.file_command import FILE_HELP, attach_file
 from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
+from actors.skill_command import run_skill
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
@@ -70,6 +71,10 @@ async def show_tools(lane: Lane, argument: str) -> None:
 
 
 async def show_skills(lane: Lane, argument: str) -> None:
+    """`/skills`: the skills of this project; `/skills <name> [instructions]` runs one."""
+    if argument:
+        await run_skill(lane, argument)
+        return
     skills = lane.setup.skills
     lines = [f"{skill.name}  {skill.description}" for skill in skills]
     lane.emit(Panel("Skills", "\n".join(lines) or "No skills found (.agents/skills, ~/.iota/skills, ~/.agents/skills)."))
@@ -332,7 +337,7 @@ COMMANDS = {
     "fork": ("go on in a new session under this one, from what the model sees now: /fork [title]", fork),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
-    "skills": ("list the skills of this project", show_skills),
+    "skills": ("list the skills of this project, or run one: /skills [name [instructions]]", show_skills),
     "file": (FILE_HELP, attach_file),
     "edit": (EDIT_HELP, edit_message),
     "quit": ("leave iota", None),
