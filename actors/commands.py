@@ -16,6 +16,7 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
+from actors.debug_command import DEBUG_HELP, debug
 from actors.edit_command import EDIT_HELP, edit_message
 from actors.file_command import FILE_HELP, attach_file
 from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
@@ -339,6 +340,7 @@ COMMANDS = {
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project, or run one: /skills [name [instructions]]", show_skills),
     "file": (FILE_HELP, attach_file),
+    "debug": (DEBUG_HELP, debug),
     "edit": (EDIT_HELP, edit_message),
     "quit": ("leave iota", None),
 }

@@ -19,6 +19,7 @@ fails (a full disk) is shown, naming what was not written, and the conversation 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -341,7 +342,13 @@ class Lane:
         self.meter.window = model.context_window
         self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
-                         queued=len(self.inbox)))
+                         queued=len(self.inbox), jobs=self._jobs_running(), debug=self.setup.debug.on))
+
+    def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
+        """The background jobs for the status row, their start on trio's clock (theirs is monotonic)."""
+        jobs = self.toolbox.jobs.running() if self.toolbox.jobs is not None else []
+        now, clock = time.monotonic(), trio.current_time()
+        return tuple((job.id, job.name, clock - (now - job.started)) for job in jobs)
 
     async def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""

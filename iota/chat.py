@@ -22,6 +22,7 @@ import trio
 from iota.config import params, settings
 from iota import paths
 from iota.config.settings import AgentConfig, Config, ResolvedModel
+from iota.debug_log import DebugLog
 from iota.errors import ConfigError
 from iota.mcp.servers import servers_for_run
 from iota.messages import Message
@@ -56,6 +57,8 @@ class ChatSetup:
     on_mcp_event: Callable[[str, bool], None] | None = None
     # What the iota that started this one confines it to (None: it was not started confined).
     confinement: Confinement | None = None
+    # `/debug`: while on, every request the chat's provider makes is recorded (iota.debug_log).
+    debug: DebugLog = field(default_factory=DebugLog)
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -64,10 +67,10 @@ class ChatSetup:
         return self.agent.mode
 
     def provider(self) -> Provider:
-        """The provider, made on first use."""
+        """The provider, made on first use (recording its round trips while /debug is on)."""
         if self._provider is None:
             self._provider = self.new_provider(self.model)
-        return self._provider
+        return self.debug.wrap(self._provider) if self.debug.on else self._provider
 
     def new_provider(self, model: ResolvedModel) -> Provider:
         """A provider of its own for `model` (the title pass's); the caller closes it."""
