@@ -19,6 +19,7 @@ from actors.compactor import compact_command
 from actors.debug_command import DEBUG_HELP, debug
 from actors.edit_command import EDIT_HELP, edit_message
 from actors.file_command import FILE_HELP, attach_file
+from actors.jobs_command import JOBS_HELP, show_jobs
 from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.skill_command import run_skill
 from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
@@ -341,6 +342,7 @@ COMMANDS = {
     "skills": ("list the skills of this project, or run one: /skills [name [instructions]]", show_skills),
     "file": (FILE_HELP, attach_file),
     "debug": (DEBUG_HELP, debug),
+    "jobs": (JOBS_HELP, show_jobs),
     "edit": (EDIT_HELP, edit_message),
     "quit": ("leave iota", None),
 }
