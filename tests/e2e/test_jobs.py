@@ -30,8 +30,9 @@ def test_jobs_lists_pages_and_kills_a_background_job(iota, terminal):
 
     screen.type("/jobs")
     screen.send_keys("Enter")
-    listed = screen.wait_for("Background jobs   [Jobs]  Kill")
-    assert re.search(r"❯ b1  (\d+s|<1s)\s+echo started; sleep 300  │ started", listed)
+    screen.wait_for("Background jobs   [Jobs]  Kill")
+    # Read again every second: the job's first line of output shows once it has written it.
+    screen.wait_for(re.compile(r"❯ b1  (\d+s|<1s)\s+echo started; sleep 300  │ started"))
     screen.send_keys("Enter")
     page = screen.wait_for("b1 — echo started; sleep 300")
     assert re.search(r"started \d\d:\d\d:\d\d · running", page)
