@@ -6,10 +6,16 @@ A `Message` is both what the providers are sent and one record of a session's
 notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
 zero value, so the log stays small and diffable.
 
-The later keys are `system_cleared`, `flush_skipped` and `turn`: the id of the turn a record
-was written in. Three roles are the log's own bookkeeping, never sent to a model (see
+The later keys are `system_cleared`, `flush_skipped`, `turn`: the id of the turn a record
+was written in, `outcome`: how a turn ended (on its `turn_end`), and `rewound_to` (on a
+`rewind`). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
-tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
+tool call is about to run) and `turn_end` (the turn is over; its `outcome` is `failed`,
+`cancelled` (the person stopped it) or `interrupted` (iota stopped: a signal, a quit, a crash),
+and absent when it finished). A `rewind` record undoes the records from byte `rewound_to` of the
+log up to itself: the conversation goes on from just before them (iota.sessions.log). The writer
+stamps `turn_end`, `compaction` and `rewind` records with `at`, the time it wrote them
+(iota.sessions.bundle); a `Message` does not carry it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from typing import Any
 
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
 PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"
-ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END)
+REWIND = "rewind"
+ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END, REWIND)
+# How a turn ended, as its `turn_end` record says (a finished turn says nothing).
+FINISHED, FAILED, CANCELLED, INTERRUPTED = "finished", "failed", "cancelled", "interrupted"
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,8 @@ class Message:
     system_cleared: bool = False
     flush_skipped: bool = False
     turn: str = ""
+    outcome: str = ""                 # turn_end: failed | cancelled | interrupted ("" finished)
+    rewound_to: int | None = None     # rewind: the byte offset of the first record undone
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -109,6 +120,10 @@ class Message:
             record["flush_skipped"] = True
         if self.turn:
             record["turn"] = self.turn
+        if self.outcome:
+            record["outcome"] = self.outcome
+        if self.rewound_to is not None:
+            record["rewound_to"] = self.rewound_to
         return record
 
     @classmethod
@@ -124,6 +139,7 @@ class Message:
 
         calls = record.get("tool_calls") or []
         through = record.get("compacted_through")
+        rewound_to = record.get("rewound_to")
         usage = record.get("usage")
         return cls(
             role=text("role"),
@@ -140,4 +156,6 @@ class Message:
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
             turn=text("turn"),
+            outcome=text("outcome"),
+            rewound_to=rewound_to if type(rewound_to) is int else None,
         )
