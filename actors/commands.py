@@ -16,7 +16,7 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
+from actors.events import ComposerText, Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
 from iota.bots import bot as bots
@@ -25,6 +25,7 @@ from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
+from iota.sessions.index import DERIVED_NOTICE_MARK
 from iota.text import format_size
 from iota.sessions.bundle import Session, delete_session, list_sessions, session_label
 
@@ -187,7 +188,7 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
                 events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
                 events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
                                         message.is_error))
-            if message.role == USER and message.notice:
+            if message.role == USER and message.notice and not message.content.startswith(DERIVED_NOTICE_MARK):
                 events.append(Notice(message.content))
         replied = any(m.role == ASSISTANT and m.content and not m.interrupted for m in round_)
         events.append(TurnEnded(interrupted=any(m.interrupted for m in round_),
@@ -235,6 +236,49 @@ async def sessions(lane: Lane, argument: str) -> None:
         lane.notice(warning, warning=True)
     for event in resume_opening(opened, lane.conversation):
         lane.emit(event)
+
+
+REWIND_TITLE = ("Rewind to before which message? The conversation goes on from just before it, and the message "
+                "comes back to edit. Files are not rolled back.")
+# The person's latest messages the picker offers, newest first.
+REWIND_CHOICES = 9
+
+
+async def rewind(lane: Lane, argument: str) -> None:
+    """`/rewind`: pick one of your earlier messages; the conversation goes on from just before it
+    (the log records the rewind and keeps everything), and the message comes back in the composer."""
+    conversation = lane.conversation
+    try:
+        points = await trio.to_thread.run_sync(conversation.rewind_points)
+    except IotaError as error:
+        lane.notice(str(error), warning=True)
+        return
+    if not points:
+        lane.notice("Nothing to rewind yet.")
+        return
+    offered = points[::-1][:REWIND_CHOICES]
+    index = await lane.ask(REWIND_TITLE, tuple(_one_line(point.text) for point in offered))
+    if index is None:
+        return
+    chosen = offered[index]
+    try:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(conversation.rewind, chosen)
+    except IotaError as error:
+        lane.notice(f"Rewind failed: {error}", warning=True)
+        return
+    session = conversation.session
+    lane.meter.seed(conversation.messages, session.view.last_usage if session is not None and session.on_disk else None)
+    lane.show_status()
+    for hook in lane.after_rewind:
+        await hook(lane)
+    lane.notice(f"Rewound to before “{_one_line(chosen.text)}” — files were not rolled back")
+    lane.emit(ComposerText(chosen.text))
+
+
+def _one_line(text: str, limit: int = 70) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _full_log(session: Session) -> list[Message]:
@@ -291,6 +335,7 @@ COMMANDS = {
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),
     "session": ("resume or delete a saved session", sessions),
+    "rewind": ("go back to before one of your messages (files are not rolled back)", rewind),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project", show_skills),

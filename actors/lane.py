@@ -14,6 +14,12 @@ innermost scope (the stream or the running shell call). A turn that fails (the p
 up) keeps what it did too, and a notice of the failure, so the next request tells the model;
 the person's message stays on screen, in the log and in the composer's history. A write that
 fails (a full disk) is shown, naming what was not written, and the conversation goes on.
+
+Whatever runs a model turn (the person's message, the memory flush, any later kind) goes through
+`run_model_turn`, which writes the turn's `turn_end` with how it ended — failed, cancelled by the
+person, interrupted by iota stopping — and then calls each `on_turn_saved` hook, without
+waiting: work that follows a turn (a bot's journal) runs beside the lane, in a helper task the
+lane keeps (`start_helper`), never before the next job.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from iota.chat import ChatSetup
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
-from iota.messages import TURN_END, USER, Message, ToolCall
+from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
@@ -128,6 +134,13 @@ class Lane:
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
         # A bot's way out of a context-too-long error: compact, then the turn is sent again.
         self.recover: Callable[[Lane], Awaitable[None]] | None = None
+        # Called, without waiting, once each model turn is saved (its turn_end written), with the
+        # turn and how it ended (finished, failed, cancelled, interrupted).
+        self.on_turn_saved: list[Callable[[Turn, str], None]] = []
+        # After /rewind changed the conversation (a bot's journal drops the undone turns).
+        self.after_rewind: list[Callable[[Lane], Awaitable[None]]] = []
+        self._stopping = False  # the chat is leaving: a turn cut short now was interrupted, not cancelled
+        self._helpers: trio.Nursery | None = None
 
     # -- what the input actor calls --
 
@@ -139,8 +152,10 @@ class Lane:
         self.inbox.put(job)
         self.show_status()
 
-    def interrupt(self) -> bool:
-        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave)."""
+    def interrupt(self, *, stopping: bool = False) -> bool:
+        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave).
+        `stopping`: iota is leaving (a quit, a signal), so the turn is interrupted, not cancelled."""
+        self._stopping = self._stopping or stopping
         if self._job_scope is not None:
             self._job_scope.cancel()
         return self.busy
@@ -176,8 +191,18 @@ class Lane:
 
     # -- the loop --
 
+    def start_helper(self, async_fn: Callable[..., Awaitable[None]], *args) -> None:
+        """Run `async_fn(*args)` beside the lane, for as long as the lane runs (call it once the
+        lane has started)."""
+        assert self._helpers is not None, "the lane has not started"
+        self._helpers.start_soon(async_fn, *args)
+
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+        async with trio.open_nursery() as self._helpers:
+            task_status.started()
+            await self._take_jobs()
+
+    async def _take_jobs(self) -> None:
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
         while True:
@@ -259,7 +284,11 @@ class Lane:
         if failure is not None:
             await self.record(turn.fail(str(failure)))
         self._join(turn.messages)
-        await self.record([Message(TURN_END, turn=turn.id)], meta=True)
+        outcome = (FAILED if failure is not None else INTERRUPTED if turn.interrupted and self._stopping
+                   else CANCELLED if turn.interrupted else FINISHED)
+        await self.record([Message(TURN_END, turn=turn.id, outcome="" if outcome == FINISHED else outcome)], meta=True)
+        for saved in self.on_turn_saved:
+            saved(turn, outcome)
         if failure is not None:
             return self._failed_turn(failure)
         self.emit(TurnEnded(interrupted=turn.interrupted))

@@ -9,7 +9,11 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 4. `<instructions>`              the person's system prompt (bare, untagged, without a harness)
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
-7. the memory block              bots (composed by the memory module, passed in here)
+7. `<journal>`                   bots that keep a journal: look up earlier work before answering
+8. the memory block              bots (composed by the memory module, passed in here)
+
+Nothing here changes from turn to turn (the date only daily), so the prompt stays a stable,
+cached prefix: per-turn context (the journal's entries) rides on the message instead.
 """
 
 from __future__ import annotations
@@ -41,6 +45,13 @@ Changes apply from the next session.
 </iota_cli>"""
 
 
+JOURNAL_GUIDANCE = """\
+<journal>
+iota keeps a journal of everything you do here: after each turn it writes down what was asked, the tools you used and on what, how many failed, the beginning and end of your answer, and the files you wrote. Entries of turns no longer in this conversation come with the user's messages, marked [journal].
+When the user refers to earlier work ("like last time", "where are we on the audit?", "what did we decide about X?"), check those entries and search your past with the recall tool before answering; reread a session with recall's read action when you need the details. Never claim not to remember: look it up, then say what you found, or that you found nothing.
+</journal>"""
+
+
 @dataclass
 class PromptContext:
     """Everything the prompt is composed from, gathered by the chat at send time."""
@@ -54,6 +65,7 @@ class PromptContext:
     host_lines: list[str] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
     memory_block: str = ""
+    journal: bool = False                       # a bot that keeps a journal (and has `recall`)
     today: datetime.date | None = None
 
 
@@ -72,6 +84,8 @@ def compose(context: PromptContext) -> str:
         segments.append(agents_chain(context.project_root, context.cwd))
         segments.append(catalog(context.skills))
     if context.mode == "bot":
+        if context.journal:
+            segments.append(JOURNAL_GUIDANCE)
         segments.append(context.memory_block)
     return "\n\n".join(segment for segment in segments if segment)
 

@@ -17,6 +17,7 @@ from typing import Callable
 from actors.commands import COMMANDS, resume_opening
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
+from actors.journal import JournalKeeper
 from actors.lane import Lane
 from actors.memory_watcher import MemoryWatcher
 from actors.supervisor import ChatParts
@@ -26,12 +27,14 @@ from iota.config import settings, trust
 from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
+from iota.bots.journal import Journal, bot_sources
 from iota.errors import IotaError
 from iota.hosts import detect, host_lines
 from iota.memory.file import MemoryFile
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, list_sessions, resolve_session, session_label
+from iota.tools.recall import Recall
 from iota.tools.remember import Remember
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
@@ -78,10 +81,11 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
         before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
-                     compactor.before_send if compactor else CompactionOffer()],
+                     compactor.before_send if compactor else CompactionOffer(),
+                     *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[compactor.check] if compactor else [])
+        on_start=[*([compactor.check] if compactor else []), *([chat.journal.start] if chat.journal else [])])
     return parts
 
 
@@ -96,6 +100,7 @@ class _Opened:
     warnings: list[str] = field(default_factory=list)
     compactor: BotCompactor | None = None
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
+    journal: JournalKeeper | None = None  # a bot's journal, unless `journal: false`
 
     @property
     def bot(self) -> bool:
@@ -148,7 +153,25 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) ->
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed)
+    journal = _open_journal(setup, start, cleanup, warnings)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, journal)
+
+
+def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
+                  warnings: list[str]) -> JournalKeeper | None:
+    """The bot's journal and its `recall` tool, unless `journal: false`. A journal that cannot be
+    opened is a warning: the bot runs without it."""
+    if not setup.agent.journal:
+        return None
+    try:
+        journal = Journal.open(start.dir, bot_sources(start.dir))
+    except IotaError as error:
+        warnings.append(f"journal: {error}; this run keeps none")
+        return None
+    cleanup.callback(journal.close)
+    setup.extra_tools.append(Recall(journal))
+    setup.journal = True
+    return JournalKeeper(journal)
 
 
 class _TypedByPerson:

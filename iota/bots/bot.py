@@ -278,6 +278,16 @@ def bot_session_ids() -> set[str]:
     return {pointed for _, pointed in _pointers(lambda why: f"cannot tell which sessions belong to bots: {why}")}
 
 
+def pointed_session(directory: Path) -> str | None:
+    """The id of the session the bot in `directory` has (None: none yet); BotError if its
+    pointer cannot be read."""
+    pointer = directory / POINTER_NAME
+    try:
+        return _read_pointer(pointer)
+    except _BadPointer as bad:
+        raise BotError(f"cannot tell which session bot {directory.name} has: {bad.reason}; {bad.fix}") from None
+
+
 def _pointers(context: Callable[[str], str]) -> Iterator[tuple[Path, str]]:
     """(pointer, session id) of every bot that has one; `context(reason)` starts the error for a
     pointer that cannot be read."""

@@ -26,7 +26,7 @@ PROVIDER_KEYS = ("type", "key", "url", "region", "project_id")
 MODEL_KEYS = ("provider", "id", "context_window", "effort", "temperature", "top_p", "reports_usage", "supports_tools")
 LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
 AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
-              "description", *LAYERED_KEYS)
+              "journal", "description", *LAYERED_KEYS)
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
     "code": ("read_only", "auto_write"),
@@ -34,7 +34,7 @@ TOOLSET_KEYS = {
     "skills": (),
     "ask": (),
 }
-BOOLEAN_KEYS = {"no_save", "notify", "reports_usage", "supports_tools", "read_only", "auto_write", "network", "auto_run"}
+BOOLEAN_KEYS = {"no_save", "notify", "journal", "reports_usage", "supports_tools", "read_only", "auto_write", "network", "auto_run"}
 
 # Keys that used to mean something, with what replaced them.
 RETIRED = {

@@ -177,6 +177,7 @@ class AgentConfig:
     no_save: bool = False
     notify: bool = True
     description: str | None = None
+    journal: bool = True   # a bot's journal and its `recall` tool
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
@@ -190,7 +191,8 @@ class AgentConfig:
         servers = None if raw.get("mcp_servers") is None else tuple(_texts(raw, "mcp_servers"))
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
-                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"), **_layered(raw))
+                   raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
+                   journal=raw.get("journal", True), **_layered(raw))
 
 
 @dataclass(frozen=True)

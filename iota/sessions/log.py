@@ -78,8 +78,8 @@ from iota.errors import SessionError
 from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER, Message, Usage
 from iota.sessions.repair import BOOKKEEPING_ROLES, INTERRUPTED_RESULT, LOG_NAME, assemble, repair_tail
 
-__all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "encode_record",
-           "json_bytes", "load_log", "repair_tail", "summary_preamble"]
+__all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "decode_record",
+           "encode_record", "json_bytes", "load_log", "read_lines", "repair_tail", "summary_preamble"]
 
 # The longest line (record plus newline) written to or read from the log.
 LINE_CAP = 32 * 1024 * 1024
@@ -160,7 +160,7 @@ def cut_torn_tail(path: Path) -> str | None:
         while end > 0:
             start = _previous_newline(f, end - 1) + 1
             f.seek(start)
-            if _decode(f.read(end - start)) is not None:
+            if decode_record(f.read(end - start)) is not None:
                 break
             end = start
             lines_cut += 1
@@ -330,7 +330,7 @@ def _validated_start(f: BinaryIO, checkpoint: Any) -> tuple[int, LogIndex, dict[
     if _line_hash(f, system_offset) != system_digest:
         return None
     f.seek(system_offset)
-    record = _decode(f.readline(LINE_CAP))
+    record = decode_record(f.readline(LINE_CAP))
     if record is None or record["role"] != SYSTEM:
         return None
     # The system record before the checkpoint was counted in `messages`; noting it again would count it twice.
@@ -353,8 +353,8 @@ def _scan(
     compactions: list[tuple[int, dict[str, Any]]] = []
     systems: list[tuple[int, dict[str, Any]]] = [(index.systems[0], system)] if system is not None else []
     unreadable: list[int] = []
-    for offset, line in _lines(f, start):
-        record = _decode(line) if line is not None else None
+    for offset, line in read_lines(f, start):
+        record = decode_record(line) if line is not None else None
         if record is None:
             if line is None or line.strip():
                 unreadable.append(offset)
@@ -431,7 +431,7 @@ def _last_usage(lines: list[bytes], starts: list[int], after: int) -> Usage | No
     return None
 
 
-def _lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
+def read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
     """(offset, line) from `offset` on; a line over `LINE_CAP` is skipped whole and given as None."""
     f.seek(offset)
     while line := f.readline(LINE_CAP):
@@ -446,7 +446,7 @@ def _lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
             yield start, line
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
+def decode_record(line: bytes) -> dict[str, Any] | None:
     """A record, or None for anything that is not a JSON object with a string `role`."""
     try:
         record = json.loads(line)
