@@ -6,6 +6,8 @@
     iota list [agents|models|providers|sessions]
     iota config [check|path|init]
     iota mcp [add|list|get|remove]
+    iota search <words> [--agent NAME] [--since 7d]
+    iota bots reindex <name>
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;
@@ -21,7 +23,9 @@ from pathlib import Path
 
 from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
+from ui.commands.bots import add_bots_parser
 from ui.commands.mcp import add_mcp_parser
+from ui.commands.search import add_search_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
 
     add_mcp_parser(commands)
+    add_search_parser(commands)
+    add_bots_parser(commands)
     commands.add_parser("version", help="print the version")
     return parser
 
@@ -105,6 +111,14 @@ def dispatch(args: argparse.Namespace) -> int:
         from ui.commands.mcp import mcp_command
 
         return mcp_command(args)
+    if command == "search":
+        from ui.commands.search import search_command
+
+        return search_command(args)
+    if command == "bots":
+        from ui.commands.bots import bots_command
+
+        return bots_command(args)
     if command == "run" and not hasattr(args, "agent"):
         # A bare `iota`: run agents.default with no flags.
         args = build_parser().parse_args(["run", *(["-c", str(args.config)] if args.config else [])])

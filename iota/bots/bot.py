@@ -160,7 +160,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BotError(f"cannot create {directory}: {exc.strerror}") from exc
-    lock = locking.acquire(directory / LOCK_NAME, lambda pid: _lock_refusal(name, pid))
+    lock = lock_bot(name, directory)
     try:
         try:
             ensure_memory(directory, name)
@@ -193,6 +193,12 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
     except BaseException:
         lock.release()
         raise
+
+
+def lock_bot(name: str, directory: Path) -> locking.HeldLock:
+    """Take bot `name`'s lock (held while a process runs it, or changes what it owns), or raise
+    `bot <name> is open in another iota process (pid …)`."""
+    return locking.acquire(directory / LOCK_NAME, lambda pid: _lock_refusal(name, pid))
 
 
 def _lock_refusal(name: str, pid: int | None) -> str:

@@ -28,12 +28,14 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from iota.bots.bot import pointed_session
+from iota.bots.bot import bot_dir, lock_bot, pointed_session
 from iota.bots.journal_entry import Entry, build_entry, render_entry
+from iota.errors import BotError
 from iota.messages import USER, Message
 from iota.paths import sessions_dir
 from iota.sessions.index import DERIVED_NOTICE_MARK, LogSource, SearchIndex, Turn, log_source
@@ -230,6 +232,25 @@ def bot_sources(bot_dir: Path) -> list[LogSource]:
     """The logs of the bot in `bot_dir`, the one it writes last: today its one session."""
     session = pointed_session(bot_dir)
     return [log_source(sessions_dir() / session, agent=bot_dir.name)] if session else []
+
+
+def rebuild_journal(name: str) -> tuple[int, int, float]:
+    """`iota bots reindex <name>`: make the bot's journal again from its logs, with the bot's
+    lock held (refused while the bot runs). Returns (entries, records indexed, seconds)."""
+    directory = bot_dir(name)
+    if not directory.is_dir():
+        raise BotError(f"no bot named {name}: {directory} does not exist")
+    with lock_bot(name, directory):
+        started = time.monotonic()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{directory / JOURNAL_NAME}{suffix}").unlink(missing_ok=True)
+        journal = Journal.open(directory, bot_sources(directory))
+        try:
+            records = journal.catch_up()
+            entries = journal.reader.query(lambda db: db.execute("SELECT count(*) FROM entries").fetchone()[0])
+        finally:
+            journal.close()
+    return entries, records, time.monotonic() - started
 
 
 def open_reader(path: Path) -> SearchIndex:

@@ -124,7 +124,7 @@ def _bundles_in(bucket: Path) -> list[Path]:
         return []
 
 
-def _all_bundles() -> list[Path]:
+def all_bundles() -> list[Path]:
     return [bundle for bucket in _bucket_dirs() for bundle in _bundles_in(bucket)]
 
 
@@ -138,7 +138,7 @@ def resolve_session(prefix: str, scope: Path | None = None) -> Path:
     if not _PLAUSIBLE_ID.fullmatch(prefix):
         raise SessionError(f'invalid session id "{prefix}"')
     try:
-        views = ([_bundles_in(scope)] if scope is not None else []) + [_all_bundles()]
+        views = ([_bundles_in(scope)] if scope is not None else []) + [all_bundles()]
     except OSError as exc:
         raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
     for bundles in views:
@@ -466,7 +466,7 @@ class SessionInfo:
 def list_sessions(scope: Path | None = None) -> list[SessionInfo]:
     """Every bundle (or those in the bucket `scope`), most recently updated first, unknown times last."""
     try:
-        bundles = _bundles_in(scope) if scope is not None else _all_bundles()
+        bundles = _bundles_in(scope) if scope is not None else all_bundles()
     except OSError as exc:
         raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
     infos = [SessionInfo.read(bundle) for bundle in bundles]
