@@ -238,8 +238,7 @@ async def sessions(lane: Lane, argument: str) -> None:
         lane.emit(event)
 
 
-REWIND_TITLE = ("Rewind to before which message? The conversation goes on from just before it, and the message "
-                "comes back to edit. Files are not rolled back.")
+REWIND_TITLE = "Rewind to before which message? Files are not rolled back."
 # The person's latest messages the picker offers, newest first.
 REWIND_CHOICES = 9
 
@@ -272,7 +271,7 @@ async def rewind(lane: Lane, argument: str) -> None:
     lane.show_status()
     for hook in lane.after_rewind:
         await hook(lane)
-    lane.notice(f"Rewound to before “{_one_line(chosen.text)}” — files were not rolled back")
+    lane.notice(f"Rewound to before “{_one_line(chosen.text)}”: the message is back to edit; files were not rolled back")
     lane.emit(ComposerText(chosen.text))
 
 
