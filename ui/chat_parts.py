@@ -169,6 +169,7 @@ def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
         warnings.append(f"journal: {error}; this run keeps none")
         return None
     cleanup.callback(journal.close)
+    cleanup.callback(journal.finish)  # first: what the last turns wrote is indexed before the run ends
     setup.extra_tools.append(Recall(journal))
     setup.journal = True
     return JournalKeeper(journal)

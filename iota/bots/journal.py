@@ -35,11 +35,11 @@ from pathlib import Path
 
 from iota.bots.bot import bot_dir, lock_bot, pointed_session
 from iota.bots.journal_entry import Entry, build_entry, render_entry
-from iota.errors import BotError
+from iota.errors import BotError, SearchError
 from iota.messages import USER, Message
 from iota.paths import sessions_dir
 from iota.sessions.index import DERIVED_NOTICE_MARK, LogSource, SearchIndex, Turn, log_source
-from iota.sessions.search import format_time, match_expression
+from iota.sessions.search import CANDIDATES, format_time, match_expression
 
 JOURNAL_NAME = "journal.sqlite"
 KEEP_ENTRIES = 5000
@@ -151,6 +151,15 @@ class Journal:
         Blocking; run it in a worker thread."""
         return self.writer.catch_up(self.sources, self._entries, should_stop)
 
+    def finish(self, seconds: float = 2.0) -> None:
+        """At the end of a run: index what the last turns wrote, for at most `seconds` (a rebuild
+        that takes longer goes on at the next start), so that `iota search` finds them."""
+        end = time.monotonic() + seconds
+        try:
+            self.catch_up(lambda: time.monotonic() > end)
+        except SearchError:
+            pass  # derived data: the next start catches up
+
     # -- reading -----------------------------------------------------------------------------------
 
     def entries(self, where: str = "1", values: tuple = (), order: str = "e.id DESC",
@@ -163,24 +172,27 @@ class Journal:
     def related(self, text: str, limit: int) -> list[StoredEntry]:
         """The entries whose words best match any word of `text`."""
         expression = match_expression(text, any_word=True)
-        if expression is None:
-            return []
-        return self.reader.query(lambda db: [
-            _stored(row) for row in db.execute(
-                f"SELECT l.session, {_ENTRY_COLUMNS} FROM entry_words JOIN entries e ON e.id = entry_words.rowid "
-                "JOIN logs l ON l.id = e.log WHERE entry_words MATCH ? ORDER BY bm25(entry_words) LIMIT ?",
-                (expression, limit))])
+        return [stored for stored, _ in self._ranked(expression, limit)] if expression else []
 
     def search_entries(self, query: str, limit: int) -> list[tuple[StoredEntry, str, float]]:
         """(entry, snippet, BM25 score) of the entries matching every word of `query`."""
         expression = match_expression(query)
         if expression is None:
             return []
+        ranked = self._ranked(expression, limit)
+        snippets = dict(self.reader.query(lambda db: db.execute(
+            "SELECT rowid, snippet(entry_words, 0, '**', '**', '…', 24) FROM entry_words WHERE entry_words MATCH ? "
+            "AND rowid IN (SELECT value FROM json_each(?))", (expression, json.dumps([i for _, (i, _) in ranked])))))
+        return [(stored, " ".join(snippets.get(row, "").split()), score) for stored, (row, score) in ranked]
+
+    def _ranked(self, expression: str, limit: int) -> list[tuple[StoredEntry, tuple[int, float]]]:
+        """The best `limit` entries matching `expression`, with (their row, their score); among the
+        latest CANDIDATES matches when there are more (see iota.sessions.search)."""
         return self.reader.query(lambda db: [
-            (_stored(row[:-2]), " ".join(row[-2].split()), row[-1]) for row in db.execute(
-                f"SELECT l.session, {_ENTRY_COLUMNS}, snippet(entry_words, 0, '**', '**', '…', 24), "
-                "bm25(entry_words) FROM entry_words JOIN entries e ON e.id = entry_words.rowid "
-                "JOIN logs l ON l.id = e.log WHERE entry_words MATCH ? ORDER BY bm25(entry_words) LIMIT ?",
+            (_stored(row[:-2]), (row[-2], row[-1])) for row in db.execute(
+                f"WITH c (id, score) AS (SELECT rowid, bm25(entry_words) FROM entry_words WHERE entry_words MATCH ? "
+                f"ORDER BY rowid DESC LIMIT {CANDIDATES}) SELECT l.session, {_ENTRY_COLUMNS}, c.id, c.score FROM c "
+                "JOIN entries e ON e.id = c.id JOIN logs l ON l.id = e.log ORDER BY c.score LIMIT ?",
                 (expression, limit))])
 
     def sessions(self) -> list[tuple[str, int | None, int | None, int, int]]:

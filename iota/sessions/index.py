@@ -50,8 +50,10 @@ DERIVED_NOTICE_MARK = "[journal] "
 # How much of one record is indexed; a tool result is capped well below it already.
 INDEXED_CHARS = 64 * 1024
 ARGUMENTS_CHARS = 2000
-# Records indexed between commits (each commit lands at a turn boundary).
-COMMIT_EVERY = 5000
+# Records indexed between commits (each commit lands at a turn boundary), and the page cache a
+# catch-up works with.
+COMMIT_EVERY = 2000
+CATCH_UP_CACHE_KIB = 64 * 1024
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -261,10 +263,17 @@ class SearchIndex:
         """Read what each log gained since the last catch-up; return how many records were
         indexed. Stops early (having saved its place) when `should_stop()` says so."""
         indexed = 0
-        for source in sources:
-            if should_stop():
-                break
-            indexed += self.query(lambda db: _LogReader(db, source, listener, should_stop).run())
+        # A large catch-up (a rebuild) merges the FTS segments over and over: with SQLite's small
+        # default cache each merge reads its pages back from the file. The cache it needs is
+        # given for the catch-up and handed back after it.
+        self.query(lambda db: db.execute(f"PRAGMA cache_size = -{CATCH_UP_CACHE_KIB}"))
+        try:
+            for source in sources:
+                if should_stop():
+                    break
+                indexed += self.query(lambda db: _LogReader(db, source, listener, should_stop).run())
+        finally:
+            self.query(lambda db: (db.execute("PRAGMA cache_size = -2000"), db.execute("PRAGMA shrink_memory")))
         return indexed
 
     def forget_others(self, sessions: set[str], listener: Listener | None = None) -> None:

@@ -29,6 +29,10 @@ from iota.sessions.log import LINE_CAP, decode_record, read_lines
 # The most terms a query keeps, and how many tokens a snippet shows.
 MAX_TERMS = 32
 SNIPPET_TOKENS = 24
+# A query matching more records than this is ranked among its latest matches this many: BM25 over
+# each of tens of thousands takes longer than a search may (benchmarks/bench_journal.py). When
+# the filters leave too few of them, every match is ranked after all.
+CANDIDATES = 2000
 _TERM = re.compile(r'"([^"]+)"|(\w+)')
 
 
@@ -69,6 +73,7 @@ class Found:
     hits: list[Hit] = field(default_factory=list)
     more: bool = False       # there were more hits than `limit`
     any_word: bool = False   # no record had every word; these have some
+    crowded: bool = False    # so many matched that only the latest `CANDIDATES` were ranked
 
 
 def format_time(at: int | None) -> str:
@@ -88,13 +93,14 @@ def search(index: SearchIndex, query: str, *, limit: int, include_undone: bool =
         expression = match_expression(query, any_word=any_word)
         if expression is None:
             return found
-        rows = index.query(lambda db: _matching(db, expression, limit + 1, include_undone, newest_first, since,
-                                                agent))
+        rows, crowded = index.query(lambda db: _matching(db, expression, limit + 1, include_undone, newest_first,
+                                                         since, agent))
         if rows or any_word or " " not in expression:
             break
     hits = [Hit(session, agent_, Path(path), position, offset, kind, name, at, bool(undone), score)
             for session, agent_, path, position, offset, kind, name, at, undone, score in rows]
-    found.hits, found.more, found.any_word = hits[:limit], len(hits) > limit, any_word
+    found.hits, found.any_word, found.crowded = hits[:limit], any_word, crowded
+    found.more = len(hits) > limit or crowded
     texts = [_text_at(hit.path, hit.offset) for hit in found.hits]
     for hit, snippet in zip(found.hits, snippets(index, expression, texts, marks)):
         hit.snippet = snippet
@@ -102,9 +108,9 @@ def search(index: SearchIndex, query: str, *, limit: int, include_undone: bool =
 
 
 def _matching(db: sqlite3.Connection, expression: str, limit: int, include_undone: bool, newest_first: bool,
-              since: int | None, agent: str | None) -> list[tuple]:
-    where = ["record_words MATCH ?"]
-    values: list = [expression]
+              since: int | None, agent: str | None) -> tuple[list[tuple], bool]:
+    """(the matching rows, whether only the latest CANDIDATES matches were ranked)."""
+    where, values = ["1"], []
     if not include_undone:
         where.append("r.undone = 0")
     if since is not None:
@@ -113,12 +119,22 @@ def _matching(db: sqlite3.Connection, expression: str, limit: int, include_undon
     if agent is not None:
         where.append("l.agent = ?")
         values.append(agent)
-    order = "r.at DESC, r.id DESC" if newest_first else "score"
-    return db.execute(
-        "SELECT l.session, l.agent, l.path, r.position, r.offset, r.kind, r.name, r.at, r.undone, "
-        "bm25(record_words) AS score FROM record_words JOIN records r ON r.id = record_words.rowid "
-        f"JOIN logs l ON l.id = r.log WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?",
-        (*values, limit)).fetchall()
+    order = "r.at DESC, r.id DESC" if newest_first else "c.score"
+
+    def rows(candidates: str) -> list[tuple]:
+        return db.execute(
+            f"WITH c (id, score) AS ({candidates}) SELECT l.session, l.agent, l.path, r.position, r.offset, r.kind, "
+            "r.name, r.at, r.undone, c.score FROM c JOIN records r ON r.id = c.id JOIN logs l ON l.id = r.log "
+            f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (expression, *values, limit)).fetchall()
+
+    matches = "SELECT rowid, bm25(record_words) FROM record_words WHERE record_words MATCH ?"
+    latest = f"{matches} ORDER BY rowid DESC LIMIT {CANDIDATES}"
+    crowded = db.execute(f"SELECT count(*) FROM (SELECT rowid FROM record_words WHERE record_words MATCH ? "
+                         f"ORDER BY rowid DESC LIMIT {CANDIDATES + 1})", (expression,)).fetchone()[0] > CANDIDATES
+    found = rows(latest if crowded else matches)
+    if crowded and len(found) < limit:
+        return rows(matches), False
+    return found, crowded
 
 
 def snippets(index: SearchIndex, expression: str, texts: list[str], marks: tuple[str, str]) -> list[str]:

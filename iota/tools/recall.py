@@ -26,7 +26,7 @@ from iota.bots.journal import Journal
 from iota.bots.journal_entry import clip, group_calls, head_and_tail
 from iota.messages import ASSISTANT, COMPACTION, REWIND, TOOL, USER
 from iota.sessions.index import DERIVED_NOTICE_MARK
-from iota.sessions.search import format_time, locate, records_from, search
+from iota.sessions.search import CANDIDATES, format_time, locate, records_from, search
 from iota.tools.base import Tool, ToolError, ToolResult
 
 # What one call may return, and the defaults and ceilings of its counts.
@@ -108,7 +108,10 @@ class Recall(Tool):
         for number, (_, hit_lines) in enumerate(hits[:limit], 1):
             lines.append(f"{number}. {hit_lines[0]}")
             lines.extend(hit_lines[1:])
-        if found.more or len(hits) > limit:
+        if found.crowded:
+            lines.append(f"So many records match that these are the best of the latest {CANDIDATES:,}: add words to "
+                         "narrow the search.")
+        elif found.more or len(hits) > limit:
             lines.append(f"More hits than shown: add words to narrow the search, or raise limit (at most {MAX_LIMIT}).")
         return _capped(lines, "Output capped: add words to narrow the search, or lower limit.")
 

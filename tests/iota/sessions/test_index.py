@@ -12,6 +12,7 @@ from iota.messages import COMPACTION, USER, Message, Usage
 from iota.paths import sessions_dir
 from iota.sessions.bundle import Session
 from iota.sessions.index import LogSource, SearchIndex
+from iota.sessions import search as search_module
 from iota.sessions.search import match_expression, search
 from tests.support.turns import Call, write_turn
 
@@ -159,6 +160,23 @@ def test_search_can_go_newest_first_and_be_limited_by_time_and_agent(session, in
     found_ = search(index, "banana", limit=1)
     assert len(found_.hits) == 1 and found_.more
     other.close()
+
+
+def test_a_crowded_query_is_ranked_among_its_latest_matches_unless_the_filters_leave_too_few(
+        session, index, monkeypatch):
+    monkeypatch.setattr(search_module, "CANDIDATES", 3)
+    for n in range(6):
+        write_turn(session, f"kiwi number {n}", reply="")
+    index.catch_up([source(session)])
+    crowded = search(index, "kiwi", limit=2)
+    assert crowded.crowded and crowded.more
+    assert {hit.position for hit in crowded.hits} <= {7, 9, 11}  # among the 3 latest matches (2 lines a turn)
+    # the latest three are undone: ranking only them would find nothing; every match is ranked instead
+    session.rewind(next(o for o, text in session.rewind_points() if text == "kiwi number 3"), "x")
+    index.catch_up([source(session)])
+    found_ = search(index, "kiwi", limit=5)
+    assert [hit.position for hit in sorted(found_.hits, key=lambda h: h.position)] == [1, 3, 5]
+    assert not found_.crowded
 
 
 def test_no_record_with_every_word_falls_back_to_any_of_them(session, index):
