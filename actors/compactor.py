@@ -23,7 +23,7 @@ from iota.compaction.summary import Compacted
 from iota.sessions.conversation import notice
 from iota.errors import IotaError
 from iota.hosts import PingKind
-from iota.memory.file import MemoryFile
+from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.tools.base import Tool, Toolbox
 
@@ -108,7 +108,7 @@ class BotCompactor:
     flush (the compaction still runs, marked flush skipped) or the summary (a failure, retried).
     """
 
-    def __init__(self, bot: str, memory: MemoryFile, remember: Tool, refresh_memory: Callable[[], list[str]]):
+    def __init__(self, bot: str, memory: BotMemory, remember: Tool, refresh_memory: Callable[[], list[str]]):
         self.bot = bot
         self.memory = memory
         self.remember = remember

@@ -5,6 +5,7 @@
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     turn lane ──ComposerText──► face (the composer's text)
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
+    /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     status ──Status(...)──► face
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
@@ -152,6 +153,16 @@ class ComposerText:
     """Put `text` in the composer, to edit and send again (`/rewind` gives back the message it undid)."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class RunInTerminal:
+    """A program that needs the terminal to itself (`/memory`'s $EDITOR on a memory file): the face
+    stops drawing and reading keys, runs it, and takes the terminal back when it exits. Its exit
+    status goes back on `reply`, or a str saying why it could not be started."""
+
+    argv: tuple[str, ...]
+    reply: trio.MemorySendChannel = field(compare=False)
 
 
 @dataclass(frozen=True)

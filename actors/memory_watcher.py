@@ -1,35 +1,46 @@
-"""The memory watcher: what the model reads from disk stays current, and its own memory writes
-reach the conversation.
+"""The memory watcher: what the model reads from disk stays current, its own memory writes reach
+the conversation, and `/memory` shows a bot's memory and opens a file of it in $EDITOR.
 
 Before each message is sent it checks, in this order:
 
 - AGENTS.md: a change anywhere in the chain (agent and bot mode) shows a dim `AGENTS.md
   reloaded`; the prompt is composed at send time, so the new text goes out with this message.
-- MEMORY.md (bots): a change made outside this process (the tool's own writes do not count)
-  refreshes the memory block and shows a dim `MEMORY.md reloaded`; so does the day changing.
+- the memory (bots): every file of every layer (iota.memory.layers) changed, added or removed
+  from outside this process — the tool's own writes do not count — has its block read again and
+  shows a dim `memory/SOUL.md reloaded` (`MEMORY.md reloaded`, `main/MEMORY.md reloaded`); the
+  day changing rereads them all.
 
 After each turn it drains the `remember` tool's notices (`memory: MEMORY.md ## User +1 line: …`):
 each is shown and recorded in the conversation as a notice, so the model sees its own writes
-even though its snapshot of the file is frozen until the next refresh.
+even though its copy of the files is frozen until the next refresh.
 
 It is not a task of its own: checking at the moment of sending is exactly when it matters, and
-costs two stat calls.
+costs a directory listing and a stat per memory file.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+import shlex
+import signal
 
+import trio
+
+from actors.events import Panel, RunInTerminal
 from actors.lane import Lane
 from iota.chat import ChatSetup
-from iota.sessions.conversation import notice
+from iota.memory.layers import BotMemory
+from iota.memory.report import describe, editable
 from iota.messages import Message
-from iota.memory.file import MemoryFile
 from iota.prompt import agents_signature
+from iota.sessions.conversation import notice
+
+MEMORY_HELP = "show the bot's memory files, and open one in $EDITOR"
 
 
 class MemoryWatcher:
-    def __init__(self, setup: ChatSetup, memory: MemoryFile | None):
+    def __init__(self, setup: ChatSetup, memory: BotMemory | None):
         self.setup = setup
         self.memory = memory
         self._agents_signature = self._agents_now()
@@ -41,12 +52,12 @@ class MemoryWatcher:
         return agents_signature(self.setup.project_root, self.setup.cwd)
 
     def refresh_memory(self) -> list[str]:
-        """Re-read MEMORY.md into the prompt; the warnings to show."""
+        """Re-read every memory file into the prompt; the warnings to show."""
         if self.memory is None:
             return []
-        snapshot = self.memory.snapshot(self.setup.project_root.name)
-        self.setup.memory_block = snapshot.block
-        return list(snapshot.warnings)
+        warnings = self.memory.refresh()
+        self.setup.memory_block = self.memory.prompt()
+        return warnings
 
     async def before_send(self, lane: Lane, user: Message) -> None:
         signature = self._agents_now()
@@ -55,14 +66,18 @@ class MemoryWatcher:
             lane.notice("AGENTS.md reloaded")
         if self.memory is None:
             return
+        reloaded, warnings = self.memory.reload_changed()
         today = datetime.date.today()
-        if self.memory.changed_outside() or today != self._day:
-            outside = self.memory.changed_outside()
+        new_day = today != self._day
+        if new_day:
             self._day = today
-            for warning in self.refresh_memory():
-                lane.notice(warning, warning=True)
-            if outside:
-                lane.notice("MEMORY.md reloaded")
+            warnings = self.memory.refresh()
+        if reloaded or new_day:
+            self.setup.memory_block = self.memory.prompt()
+        for warning in warnings:
+            lane.notice(warning, warning=True)
+        for label in reloaded:
+            lane.notice(f"{label} reloaded")
 
     async def after_turn(self, lane: Lane) -> None:
         if self.memory is None:
@@ -72,3 +87,52 @@ class MemoryWatcher:
             lane.notice(line)
         if lines:
             await lane.keep([notice(line) for line in lines])
+
+    async def show(self, lane: Lane, argument: str) -> None:
+        """`/memory`: every file of the bot's memory with its size against its cap, what does not go
+        out here and why; then a pick (a digit, or Enter) opens one in $EDITOR, with the terminal
+        handed over until it exits. The edit reaches the next request like any outside edit."""
+        memory = self.memory
+        if memory is None:
+            return
+        # Read as the next request would, so the table says what will go out, not what went out.
+        fresh = _fresh(memory)
+        lane.emit(Panel("Memory", describe(fresh)))
+        files = editable(fresh)
+        index = await lane.ask("Open a memory file in $EDITOR? (Esc: no)",
+                               tuple(f"{file.label}{' (new)' if file.new else ''}" for file in files))
+        if index is None:
+            return
+        chosen = files[index]
+        try:
+            chosen.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            lane.notice(f"cannot create {chosen.path.parent}: {error.strerror or error}", warning=True)
+            return
+        try:
+            command = [*editor_command(), str(chosen.path)]
+        except ValueError as error:  # shlex: an unclosed quote
+            lane.notice(f"cannot read $EDITOR: {error}", warning=True)
+            return
+        reply_send, reply_receive = trio.open_memory_channel(1)
+        lane.emit(RunInTerminal(tuple(command), reply_send))
+        outcome = await reply_receive.receive()
+        if isinstance(outcome, str):
+            lane.notice(f"cannot start the editor ({shlex.join(command[:-1])}): {outcome}; set $EDITOR", warning=True)
+        elif outcome < 0:   # ended by a signal: Ctrl+C in an editor that does not catch it
+            lane.notice(f"the editor was stopped by {signal.Signals(-outcome).name}", warning=True)
+        elif outcome != 0:
+            lane.notice(f"the editor exited with status {outcome}", warning=True)
+
+
+def editor_command() -> list[str]:
+    """The person's editor: $VISUAL, else $EDITOR, else vi, split as a shell would split it."""
+    return shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+
+
+def _fresh(memory: BotMemory) -> BotMemory:
+    """A copy of `memory` that has read every file now, leaving what the prompt carries alone."""
+    copy = BotMemory(memory.bot, memory.bot_dir, project_root=memory.project, inherits=memory.inherits,
+                     global_dir=memory.global_dir)
+    copy.refresh()
+    return copy

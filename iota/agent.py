@@ -4,8 +4,9 @@
         reply = stream(system, history + this turn, tools)
         record the reply; run its tool calls; record their results in call order
 
-That is all of it. A tool failure is a result the model reads, never an exception that ends the
-turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
+That is all of it. The tools are asked for again at each round, so a tool that joins mid-turn (a
+server that became ready, a deferred tool a search loaded) is offered from the next request. A
+tool failure is a result the model reads, never an exception that ends the turn. A provider failure ends the turn with the error. Cancellation (Ctrl+C, SIGTERM) can land
 anywhere: everything the turn finished is already in `Turn.messages`, the text of the reply in
 progress is in `Turn.partial`, and `Turn.interrupt()` turns both into records that keep the log
 valid (the partial reply marked interrupted, each unanswered tool call answered as interrupted);
@@ -182,7 +183,7 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_flush_partial, turn, recorder)
                 try:
-                    reply = await provider.stream(_with_messages(request, history + turn.messages), on_text)
+                    reply = await provider.stream(_with_messages(request, history + turn.messages, toolbox), on_text)
                 except Exception as error:  # raised outside the nursery, or it would come wrapped in a group
                     failure = error
                 nursery.cancel_scope.cancel()
@@ -193,7 +194,8 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
             return
         turn.partial = ""
         turn.model_calls += 1
-        message = Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage, turn=turn.id)
+        message = Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage, turn=turn.id,
+                          server_blocks=reply.server_blocks)
         await recorder.record([message])
         turn.messages.append(message)
         if not reply.tool_calls:
@@ -214,8 +216,8 @@ async def _flush_partial(turn: Turn, recorder: TurnRecorder) -> None:
             await recorder.record([Message(PARTIAL, content=text, turn=turn.id)], durable=False)
 
 
-def _with_messages(request: Request, messages: list[Message]) -> Request:
-    return Request(model=request.model, system=request.system, messages=messages, tools=request.tools,
+def _with_messages(request: Request, messages: list[Message], toolbox: Toolbox) -> Request:
+    return Request(model=request.model, system=request.system, messages=messages, tools=toolbox.specs(),
                    max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
                    effort=request.effort)
 
@@ -265,10 +267,17 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
         if scope.cancelled_caught:
             result = ToolResult(CANCELLED_RESULT, is_error=True)
     message = Message(TOOL, content=result.content, tool_call_id=call.id, tool_call_name=call.name,
-                      is_error=result.is_error, turn=turn.id)
+                      is_error=result.is_error, turn=turn.id, mounted_tools=_mounts(toolbox))
     await recorder.record([message])
     results[call.id] = message
     observer.on_tool_end(call, result)
+
+
+def _mounts(toolbox: Toolbox) -> list[dict]:
+    """Schemas a call loaded into the history rather than the tools array (a deferred tool in
+    `system-tools` mode): they go with its result, and are sent after the round's results."""
+    return [{"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+            for spec in toolbox.take_mounts()]
 
 
 @contextmanager

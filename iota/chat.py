@@ -128,12 +128,20 @@ class ChatSetup:
     @asynccontextmanager
     async def _open_mcp(self, toolbox: Toolbox) -> AsyncIterator[None]:
         """The agent's MCP servers, starting in the background (`toolbox.mcp` is their hub). A
-        headless turn is sent once, so it waits until each server is ready or has failed."""
+        headless turn is sent once, so it waits until each server is ready or has failed. The
+        tools of servers with `defer:` wait behind a search, in the way the model of this moment
+        speaks (iota.mcp.defer): a later /model switch keeps it."""
         servers = servers_for_run(self.config, self.agent, self.mcp_flags)
         if not servers:
             yield
             return
         from iota.mcp.hub import open_mcp
+
+        deferred = [server for server in servers if server.defer]
+        if deferred:
+            from iota.mcp.defer import Deferral, DeferredGroup
+
+            Deferral([DeferredGroup(server.name, server.defer) for server in deferred], self.model.defer_mode, toolbox)
 
         def note(text: str, warning: bool) -> None:
             if warning:
@@ -213,7 +221,7 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
         root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
     skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
     return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
-                     instructions=_instructions(loaded, agent, cwd, system_override), interactive=interactive,
+                     instructions=read_instructions(loaded, agent, cwd, system_override), interactive=interactive,
                      skills=skills, warnings=warnings, mcp_flags=list(mcp_flags or []), confinement=confinement)
 
 
@@ -251,7 +259,8 @@ def _replayed_model(loaded: Config, meta: dict) -> str | None:
     return reference if meta["provider"] in loaded.providers else None
 
 
-def _instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None) -> str:
+def read_instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None = None) -> str:
+    """The agent's instructions: `override` (-s), else `system:`, else the `system_file:` read now."""
     if override is not None:
         return override
     if agent.system:

@@ -6,9 +6,10 @@ A `Message` is both what the providers are sent and one record of a session's
 notice, compacted_through, usage, then the later keys) and leaves out every empty, false or
 zero value, so the log stays small and diffable.
 
-The later keys are `system_cleared`, `flush_skipped`, `turn`: the id of the turn a record
-was written in, `outcome`: how a turn ended (on its `turn_end`), and `rewound_to` (on a
-`rewind`). Three roles are the log's own bookkeeping, never sent to a model (see
+The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record
+was written in), the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer),
+`outcome`: how a turn ended (on its `turn_end`), and `rewound_to` (on a `rewind`). Three roles
+are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn is over; its `outcome` is `failed`,
 `cancelled` (the person stopped it) or `interrupted` (iota stopped: a signal, a quit, a crash),
@@ -95,6 +96,11 @@ class Message:
     system_cleared: bool = False
     flush_skipped: bool = False
     turn: str = ""
+    # Deferred tools (iota.mcp.defer): an assistant message's blocks of Anthropic's own tool search,
+    # sent back at its front; on a tool result, the schemas it loaded, mounted after it in the
+    # history (as {"name", "description", "parameters"}) for a provider whose tools array stays fixed.
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
+    mounted_tools: list[dict[str, Any]] = field(default_factory=list)
     outcome: str = ""                 # turn_end: failed | cancelled | interrupted ("" finished)
     rewound_to: int | None = None     # rewind: the byte offset of the first record undone
 
@@ -120,6 +126,10 @@ class Message:
             record["flush_skipped"] = True
         if self.turn:
             record["turn"] = self.turn
+        if self.server_blocks:
+            record["server_blocks"] = self.server_blocks
+        if self.mounted_tools:
+            record["mounted_tools"] = self.mounted_tools
         if self.outcome:
             record["outcome"] = self.outcome
         if self.rewound_to is not None:
@@ -136,6 +146,10 @@ class Message:
 
         def flag(key: str) -> bool:
             return record.get(key) is True
+
+        def objects(key: str) -> list[dict[str, Any]]:
+            value = record.get(key)
+            return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
         calls = record.get("tool_calls") or []
         through = record.get("compacted_through")
@@ -156,6 +170,8 @@ class Message:
             system_cleared=flag("system_cleared"),
             flush_skipped=flag("flush_skipped"),
             turn=text("turn"),
+            server_blocks=objects("server_blocks"),
+            mounted_tools=objects("mounted_tools"),
             outcome=text("outcome"),
             rewound_to=rewound_to if type(rewound_to) is int else None,
         )

@@ -10,10 +10,15 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
 7. `<journal>`                   bots that keep a journal: look up earlier work before answering
-8. the memory block              bots (composed by the memory module, passed in here)
+8. the memory blocks             bots: global memory, inherited memory, the bot's memory
+                                 directory (SOUL.md, USER.md, BRIEF.md, the others), MEMORY.md —
+                                 in that fixed order, one block a file, composed by
+                                 iota.memory.layers and passed in here as one text
 
-Nothing here changes from turn to turn (the date only daily), so the prompt stays a stable,
-cached prefix: per-turn context (the journal's entries) rides on the message instead.
+The memory comes last because it changes most often: everything before it stays in the
+provider's cache when a memory file is edited, and a file's edit changes its own block only.
+Nothing here changes from turn to turn (the date only daily): per-turn context (a bot's journal
+entries) rides on the message instead.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import termios
 from contextlib import suppress
 
@@ -34,7 +35,7 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Choose, Status
+from actors.events import Ask, Choose, RunInTerminal, Status
 from ui import theme
 from ui.widgets.layout import ChatLayout
 
@@ -100,6 +101,7 @@ class ChatApp:
         self._outbox_send, self._outbox_receive = trio.open_memory_channel[
             tuple[trio.MemorySendChannel | None, object]](math.inf)
         self._status_changed = trio.Event()
+        self._main_loop: urwid.MainLoop | None = None   # while `run` runs
         self.layout = ChatLayout(home=os.environ.get("HOME") if home is None else home,
                                  clock=trio.current_time, on_input=self._send_input,
                                  on_answer=self._send_answer)
@@ -120,6 +122,7 @@ class ChatApp:
                                    screen=self._screen or ChatTerminal(), event_loop=event_loop,
                                    handle_mouse=True)
         with main_loop.start():
+            self._main_loop = main_loop
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._drive_urwid, event_loop, nursery.cancel_scope)
                 nursery.start_soon(self._deliver, inputs)
@@ -134,10 +137,31 @@ class ChatApp:
 
     async def _pump(self, events: trio.MemoryReceiveChannel) -> None:
         async for event in events:
+            if isinstance(event, RunInTerminal):
+                await self._hand_over(event)
+                continue
             self.layout.apply(event)
             if isinstance(event, Status):
                 self._status_changed.set()
                 self._status_changed = trio.Event()
+
+    async def _hand_over(self, event: RunInTerminal) -> None:
+        """Give the terminal to `event`'s program until it exits, then draw everything again.
+        urwid's `paused()` stops the screen (the terminal's own modes back, keys no longer read),
+        and the events that arrive meanwhile wait in the channel. Ctrl+C belongs to the program
+        while it runs: the signal the terminal sends the whole foreground group is not the chat's."""
+        previous = signal.signal(signal.SIGINT, _ignore_signal)  # not SIG_IGN: the program would inherit that
+        try:
+            with self._main_loop.paused():
+                try:
+                    process = await trio.run_process(list(event.argv), check=False, stdin=None)
+                    outcome: int | str = process.returncode
+                except OSError as error:
+                    outcome = error.strerror or str(error)
+        finally:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            event.reply.send_nowait(outcome)
 
     async def _deliver(self, inputs: trio.MemorySendChannel) -> None:
         async for destination, message in self._outbox_receive:
@@ -158,3 +182,7 @@ class ChatApp:
             with trio.move_on_after(1 - (trio.current_time() - started) % 1):
                 await changed.wait()
             status_row.refresh()
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    """A handler that does nothing: unlike SIG_IGN, a program started meanwhile gets the default."""

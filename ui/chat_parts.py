@@ -19,7 +19,7 @@ from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.journal import JournalKeeper
 from actors.lane import Lane
-from actors.memory_watcher import MemoryWatcher
+from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.supervisor import ChatParts
 from iota import __version__
 from iota.bots import bot as bots
@@ -30,7 +30,6 @@ from iota.sessions.conversation import Conversation, notice
 from iota.bots.journal import Journal, bot_sources
 from iota.errors import IotaError
 from iota.hosts import detect, host_lines
-from iota.memory.file import MemoryFile
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, list_sessions, resolve_session, session_label
@@ -65,7 +64,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     host = detect(os.environ)
     setup.host_lines = host_lines(host)
     if agent.mode == "bot":
-        chat = _open_bot(args, setup, cleanup)
+        chat = _open_bot(args, setup, cleanup, loaded)
     else:
         chat = _open_chat(args, setup, session)
     cleanup.callback(chat.close_switched)
@@ -74,6 +73,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     compactor = chat.compactor
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
+        commands["memory"] = (MEMORY_HELP, chat.watcher.show)
     parts = ChatParts(
         setup=setup, conversation=chat.conversation,
         card=_card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings]),
@@ -125,20 +125,20 @@ def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | No
     return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
 
 
-def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack) -> _Opened:
+def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, loaded: Config) -> _Opened:
     """A bot's one conversation: every check before any file is created, then the bot's lock,
     memory and session; notices of the time away and the project change go into the log."""
     bots.check_bot_run(setup.agent.name, headless=False, no_save=args.no_save)
     bots.check_bot(setup.agent, setup.model)
     start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
     cleanup.callback(start.close)
-    memory = MemoryFile(setup.agent.name, start.dir)
+    memory = bots.bot_memory(start.name, loaded, setup.project_root)
     watcher = MemoryWatcher(setup, memory)
     warnings = watcher.refresh_memory()
     session = start.session
     conversation = Conversation.from_session(session)
     typed = _TypedByPerson(conversation)
-    remember = Remember(memory, project=setup.project_root.name, typed_by_person=typed)
+    remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed)
     setup.extra_tools.append(remember)
     opening = [] if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
@@ -238,7 +238,8 @@ def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list
 
 
 def _background(setup: ChatSetup) -> list:
+    from iota import tokens
     from iota.providers import preloader
 
     work = preloader(setup.model.provider.type)
-    return [work] if work is not None else []
+    return [tokens.preload] + ([work] if work is not None else [])

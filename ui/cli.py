@@ -5,9 +5,9 @@
     iota resume [id] [-m TEXT]    reopen a saved session
     iota list [agents|models|providers|sessions]
     iota config [check|path|init]
-    iota mcp [add|list|get|remove]
+    iota mcp [add|list|get|remove|login|logout]
     iota search <words> [--agent NAME] [--since 7d]
-    iota bots reindex <name>
+    iota bots [show <name>|rm <name>|reindex <name>]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;

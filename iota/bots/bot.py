@@ -5,6 +5,7 @@ A bot is an agent with `mode: bot`, named by its entry. Everything it owns lives
     ~/.iota/bots/<name>/
         bot.json         the pointer: {"session":"<id>"}, written atomically once the bundle exists
         MEMORY.md        the memory (see iota.memory.file), and MEMORY.md.prev, the one before
+        memory/          the memory's other files: SOUL.md, USER.md, BRIEF.md, … (see iota.memory.layers)
         lock             held by the one process running the bot; holds its pid
 
 Its conversation is an ordinary flat bundle, `~/.iota/sessions/<id>/`, so it shows up in
@@ -42,11 +43,13 @@ from types import TracebackType
 from typing import Any
 
 from iota.sessions import locking
-from iota.config.settings import AgentConfig, ResolvedModel
+from iota.config import inheritance
+from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.text import format_size
 from iota.errors import BotError
 from iota.memory.document import go_quote
 from iota.memory.file import ensure_memory
+from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
 from iota.sessions.bundle import Session, is_bundle, parse_stamp, write_atomically
@@ -65,7 +68,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # A session id in a pointer becomes a path under the sessions dir: nothing but letters and
 # digits may reach it, or a hand-edited pointer could name a directory outside it.
 _SESSION_ID = re.compile(r"[0-9A-Za-z]+")
-_WINDOW_SOURCES = {"agent": "context_window: in its config", "default": "the default"}
+# Where the window came from, as the refusal says it: set in the config (the agent's or its
+# model's entry), or iota's own default.
+_WINDOW_SOURCES = {"agent": "context_window: in its config", "model": "context_window: in its config",
+                   "default": "the default"}
 
 # How a broken pointer is fixed, whichever check found it.
 _STARTS_OVER = " (without it the bot starts a new session; memory is kept)"
@@ -83,7 +89,7 @@ def check_bot(agent: AgentConfig, model: ResolvedModel) -> None:
     if agent.no_save:
         raise BotError(f"agents.{agent.name}: no_save contradicts mode: bot")
     if model.context_window < MIN_CONTEXT_WINDOW:
-        where = _WINDOW_SOURCES.get(model.window_source, f"context_window: of model {model.name}")
+        where = _WINDOW_SOURCES[model.window_source]
         raise BotError(f"bot {name} needs a context window of at least {format_size(MIN_CONTEXT_WINDOW)}, "
                        f"this one is {format_size(model.context_window)} ({where})")
     # The bot needs usage to know when to compact, and tools to write its memory.
@@ -167,10 +173,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         except OSError as exc:
             raise BotError(f"cannot create the memory in {directory}: {exc.strerror}") from exc
         pointer = directory / POINTER_NAME
-        try:
-            session_id = _read_pointer(pointer)
-        except _BadPointer as bad:
-            raise BotError(f"cannot tell which session bot {name} has: {bad.reason}; {bad.fix}") from None
+        session_id = session_of(name)
         run = _run_fields(model, project_root)
         if session_id is None:
             session = _create_session(name, pointer, run)
@@ -193,6 +196,16 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
     except BaseException:
         lock.release()
         raise
+
+
+def bot_memory(name: str, config: Config, project_root: Path) -> BotMemory:
+    """Bot `name`'s memory in all its layers, for a chat in `project_root`: its own files, those of
+    every bot its `inherit:` reaches (their names checked as its own is: each becomes a directory
+    under ~/.iota/bots), and global memory."""
+    inherits = inheritance.inherited_bots(config.agents, name)
+    for inherited in inherits:
+        _check_name(inherited)
+    return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits)
 
 
 def lock_bot(name: str, directory: Path) -> locking.HeldLock:
@@ -270,6 +283,15 @@ def owning_bot(session_id: str) -> str | None:
         if pointed == session_id:
             return pointer.parent.name
     return None
+
+
+def session_of(name: str) -> str | None:
+    """The id of the session bot `name`'s pointer names; None when it has none yet. A pointer that
+    cannot be read is a BotError that says how to recover."""
+    try:
+        return _read_pointer(bot_dir(name) / POINTER_NAME)
+    except _BadPointer as bad:
+        raise BotError(f"cannot tell which session bot {name} has: {bad.reason}; {bad.fix}") from None
 
 
 def check_not_bot_session(session_id: str) -> None:

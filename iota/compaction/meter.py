@@ -16,11 +16,11 @@ that reads a big file sail past the window; counting what was added since is wha
 
 The local count
 ---------------
-The Rust iota counts with the o200k_base tiktoken table. It is not available offline here, so
-the count is its own documented fallback: a quarter of the UTF-8 bytes of each piece of text
-(content, reasoning, each tool call's name, each argument's key and value), plus 4 tokens of
-framing per message. Bytes, not characters, so CJK text is not undercounted threefold. It is an
-estimate, compared against thresholds and shown behind `≈`, never billed.
+Text is counted with the o200k_base encoding, as the Rust iota counts it (see `iota.tokens`:
+OpenAI's own count, and the closest one offline for the other providers): the content, the
+reasoning, each tool call's name and each argument's key and value, plus 4 tokens of framing per
+message. It is an estimate all the same — the framing and the tool definitions are guesses —
+compared against thresholds and shown behind `≈`, never billed.
 
 Thresholds
 ----------
@@ -38,8 +38,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from iota.text import context_figure
+from iota import tokens
 from iota.messages import ASSISTANT, Message, Usage
+from iota.text import context_figure
 
 # The smallest window a bot may run in: below it the memory and the reserve fill the window
 # within a few turns.
@@ -79,21 +80,18 @@ def snoozed(threshold: int, window: int, snoozed_at: int | None) -> int:
 # -- the local count ------------------------------------------------------------------------------
 
 
-def estimate_text(text: str) -> int:
-    """Tokens in `text` by the byte fallback: UTF-8 bytes / 4 (a lone surrogate counts as 3 bytes)."""
-    return len(text.encode("utf-8", "surrogatepass")) // 4
-
-
 def estimate_messages(messages: Iterable[Message]) -> int:
     """Tokens `messages` add to a request: text, reasoning, tool calls and 4 per message of framing."""
-    total = 0
+    texts: list[str] = []
+    framing = 0
     for message in messages:
-        total += estimate_text(message.content) + estimate_text(message.reasoning) + MESSAGE_FRAMING_TOKENS
+        framing += MESSAGE_FRAMING_TOKENS
+        texts += (message.content, message.reasoning)
         for call in message.tool_calls:
-            total += estimate_text(call.name)
+            texts.append(call.name)
             for key, value in call.arguments.items():
-                total += estimate_text(key) + estimate_text(go_value(value))
-    return total
+                texts += (key, go_value(value))
+    return framing + sum(tokens.count_each([text for text in texts if text]))
 
 
 def go_value(value: Any) -> str:

@@ -23,18 +23,29 @@ from typing import Any
 import yaml
 
 from iota import paths
-from iota.config import trust
+from iota.config import inheritance, trust
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
 
 DEFAULT_CONTEXT_WINDOW = 128_000
-ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openresponses": "OPENAI_API_KEY",
+            "gemini": "GOOGLE_API_KEY"}
 # Bedrock and Vertex take no key: they sign with the cloud's own credentials, found as it finds them.
 CLOUD_CREDENTIALS = {"bedrock": "AWS credentials from the environment", "vertex": "Google default credentials"}
 # Provider keys that only some types take.
-TYPE_KEYS = {"key": ("anthropic", "openai"), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
+TYPE_KEYS = {"key": tuple(ENV_KEYS), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
 EFFORTS = ("minimal", "low", "medium", "high")
+# How a model is shown the tools of MCP servers with `defer:` (iota.mcp.defer), and the provider
+# types that speak each protocol: every type the `search_tools` wrapper, Anthropic its own
+# deferred tools, the OpenAI Responses API its tool search, Chat Completions a mount in history.
+DEFER_MODES = {"normal": None, "reference": ("anthropic",), "tool-search": ("openresponses",),
+               "system-tools": ("openai",)}
+# How an HTTP MCP server is authenticated: OAuth when it asks for it (auto), always, or never.
+MCP_AUTH_MODES = ("auto", "oauth", "none")
+# The keys of one MCP transport, refused on an entry of the other.
+MCP_HTTP_KEYS = ("headers", "auth", "client_id", "client_secret", "redirect_port")
+MCP_STDIO_KEYS = ("args", "env")
 
 
 def parse_size(value: Any) -> int:
@@ -86,7 +97,7 @@ class ProviderConfig:
             raise BadValue("type", f'unknown provider type {shown} (supported: {", ".join(PROVIDER_TYPES)})')
         for key, types in TYPE_KEYS.items():
             if key in raw and kind not in types:
-                raise BadValue(key, f"{key} is for {' and '.join(types)} providers, not {kind}")
+                raise BadValue(key, f"{key} is for {_and(types)} providers, not {kind}")
         return cls(name, kind, _text(raw, "key"), _text(raw, "url"), _text(raw, "region"), _text(raw, "project_id"))
 
 
@@ -102,11 +113,16 @@ class ModelConfig:
     # A model entry may declare what the bot requirements check cannot otherwise know.
     reports_usage: bool = True
     supports_tools: bool = True
+    defer_mode: str = "normal"
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> ModelConfig:
+        mode = raw.get("defer_mode", "normal")
+        if mode not in DEFER_MODES:
+            raise BadValue("defer_mode", f'defer_mode must be one of {", ".join(DEFER_MODES)}, got "{mode}"')
         return cls(name, _required_text(raw, "provider"), _required_text(raw, "id"), **_layered(raw),
-                   reports_usage=raw.get("reports_usage", True), supports_tools=raw.get("supports_tools", True))
+                   reports_usage=raw.get("reports_usage", True), supports_tools=raw.get("supports_tools", True),
+                   defer_mode=mode)
 
 
 @dataclass(frozen=True)
@@ -177,6 +193,7 @@ class AgentConfig:
     no_save: bool = False
     notify: bool = True
     description: str | None = None
+    inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
     journal: bool = True   # a bot's journal and its `recall` tool
     context_window: int | None = None
     effort: str | None = None
@@ -192,7 +209,7 @@ class AgentConfig:
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
-                   journal=raw.get("journal", True), **_layered(raw))
+                   tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw))
 
 
 @dataclass(frozen=True)
@@ -211,12 +228,29 @@ class McpServerConfig:
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> McpServerConfig:
+        """An entry as written. Which of `command:` and `url:` it has is judged when the server
+        starts (that is the server's failure alone); a key of the other transport, which would
+        have no effect, is refused here."""
+        kind, other = ("HTTP", MCP_STDIO_KEYS) if raw.get("url") and not raw.get("command") else \
+            ("stdio", MCP_HTTP_KEYS) if raw.get("command") and not raw.get("url") else ("", ())
+        for key in other:
+            if key in raw:
+                owner = "HTTP servers (url:)" if key in MCP_HTTP_KEYS else "stdio servers (command:)"
+                raise BadValue(key, f"{key} is for {owner}, not {kind} ones")
         port = raw.get("redirect_port")
-        if port is not None and (not isinstance(port, int) or isinstance(port, bool)):
-            raise BadValue("redirect_port", f"want a port number, got {port!r}")
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
+            raise BadValue("redirect_port", f"want a port number from 1 to 65535, got {port!r}")
+        auth = raw.get("auth")
+        if auth is not None and auth not in MCP_AUTH_MODES:
+            shown = str(auth).lower() if isinstance(auth, bool) else str(auth)  # `none` unquoted is still text
+            raise BadValue("auth", f'auth must be one of {", ".join(MCP_AUTH_MODES)}, got "{shown}"')
+        defer = raw.get("defer")
+        if "defer" in raw and (not isinstance(defer, str) or not defer.strip()):
+            raise BadValue("defer", "want a one-line summary of the server's tools (the model searches by it), "
+                                    f"got {defer!r}")
         return cls(name, _text(raw, "command"), tuple(_texts(raw, "args")), _text_map(raw, "env"), _text(raw, "url"),
-                   _text_map(raw, "headers"), _text(raw, "auth"), _text(raw, "client_id"),
-                   _text(raw, "client_secret"), port, _text(raw, "defer"))
+                   _text_map(raw, "headers"), auth, _text(raw, "client_id"),
+                   _text(raw, "client_secret"), port, defer)
 
 
 def _text(raw: dict, key: str) -> str | None:
@@ -226,6 +260,11 @@ def _text(raw: dict, key: str) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)  # `key: 1234` in YAML is still the text a person meant
     raise BadValue(key, f"want text, got {value!r}")
+
+
+def _and(names: tuple[str, ...]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _required_text(raw: dict, key: str) -> str:
@@ -408,6 +447,12 @@ def _check_references(config: Config) -> None:
         if model.provider not in config.providers:
             raise fail(config.sources[f"models.{name}"], f"models.{name}.provider",
                        f'unknown provider "{model.provider}" (configured: {_names(config.providers)})')
+        # Which deferred-tool protocols a provider speaks is a property of its type, so a mode
+        # its provider cannot speak is refused here, where the model names both.
+        kind = config.providers[model.provider].type
+        if DEFER_MODES[model.defer_mode] is not None and kind not in DEFER_MODES[model.defer_mode]:
+            raise fail(config.sources[f"models.{name}"], f"models.{name}",
+                       f'defer_mode "{model.defer_mode}" does not apply to provider type {kind}')
     for name, agent in config.agents.items():
         source = config.sources[f"agents.{name}"]
         for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices)):
@@ -419,6 +464,10 @@ def _check_references(config: Config) -> None:
             if server not in config.mcp_servers:
                 raise fail(source, f"agents.{name}.mcp_servers",
                            f'unknown MCP server "{server}" (configured: {_names(config.mcp_servers)})')
+        problem = inheritance.problem(config.agents, name)
+        if problem:
+            raise fail(source, f"agents.{name}.inherit", problem)
+
 
 
 def _is_direct_model(config: Config, reference: str) -> bool:
@@ -449,6 +498,7 @@ class ResolvedModel:
     supports_tools: bool
     # Which layer set context_window: "agent", "model" or "default" (the bot check names it).
     window_source: str
+    defer_mode: str = "normal"
 
     def meta_fields(self) -> dict[str, Any]:
         """What a session's meta.json records of the model (None clears a dropped setting)."""
@@ -484,7 +534,7 @@ def resolve_model(config: Config, agent: AgentConfig, override: str | None = Non
         temperature=agent.temperature if agent.temperature is not None else model.temperature,
         top_p=agent.top_p if agent.top_p is not None else model.top_p,
         reports_usage=model.reports_usage, supports_tools=model.supports_tools,
-        window_source=source,
+        window_source=source, defer_mode=model.defer_mode,
     )
 
 

@@ -13,7 +13,8 @@ holds something risky ("a finding"):
     agents.<name>               tools weaker than the person's entry of that name, or than the
                                 defaults for a new agent (sandbox: off, network, write, env_keep,
                                 auto_run, auto_write); a system_file outside the project; replacing
-                                the person's bot; naming a model, provider or MCP server left out
+                                the person's bot; inheriting a bot's memory the person's entry does
+                                not; naming a model, provider or MCP server left out
     any entry                   a `${env:…}` reference, which copies a variable of the person's
                                 environment into the value
 
@@ -197,6 +198,9 @@ def _agent_risks(entry_name: str, entry: dict, mine: Any, cwd: Path, lost_models
                  if item not in _texts(_options(ours, toolset).get(key))]
         if added:
             add(f"tools.{toolset}.{key}", reason.format(", ".join(added)))
+    inherited = [name for name in _texts(entry.get("inherit")) if name not in _texts(_mapping(mine).get("inherit"))]
+    if inherited:
+        add("inherit", f"reads the memory of bot{'s' if len(inherited) > 1 else ''} {', '.join(inherited)}")
     system_file = entry.get("system_file")
     if isinstance(system_file, str) and not _inside(system_file, cwd):
         add("system_file", f"reads {system_file} into the system prompt, from outside the project")

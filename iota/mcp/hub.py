@@ -6,50 +6,49 @@
 
 Servers start side by side and the hub never waits for them: the chat's first screen is up
 while they connect. A server that becomes ready puts its tools in the toolbox; one that fails,
-or later dies, takes them out again, and says so once through `on_event(text, warning)`. A tool
-object the model still holds for a dead server answers with an error result. Leaving the hub
-cancels its nursery, and each server's transport then stops its server: a stdio server's stdin
-is closed, then its process group is terminated and killed (the SDK does this shielded from the
-cancellation, so even a chat cut short by Ctrl+C or SIGTERM leaves no process behind).
+or later dies, takes them out again, and says so once through `on_event(text, warning)`. A server
+that says its tool list changed (`notifications/tools/list_changed`) has it read again, and the
+toolbox follows. A tool object the model still holds for a dead server answers with an error
+result. Leaving the hub cancels its nursery, and each server's transport then stops its server:
+a stdio server's stdin is closed, then its process group is terminated and killed (the SDK does
+this shielded from the cancellation, so even a chat cut short by Ctrl+C or SIGTERM leaves no
+process behind).
 
 The SDK costs about two seconds to import. It is imported once, in a worker thread, by the first
 server to start, so the event loop — and the terminal app on it — keeps running meanwhile, and a
 chat without servers never imports it at all.
 
-How a server's death is seen. The SDK's session does not say when its connection ends; it only
-answers pending calls with "connection closed". So the messages from the transport to the session
-pass through a relay of ours: when the transport's stream ends (a stdio server's stdout closed,
-that is, the process died) the relay ends too, and the server's task moves on to report it. An
-HTTP server that goes away is noticed by the call that fails, which returns an error result; the
-server's status stays as it was, since the next request may well reach it again.
+How a server's death is seen. A stdio server's stdout closes when its process ends, and that ends
+its connection (`connection.connect`). An HTTP server keeps nothing open that would close, so
+the hub pings it every PING_SECONDS: one that does not answer within PING_TIMEOUT_SECONDS has
+gone, and is reported and its tools removed then — not first at the model's next call to it.
+A server that needs a login it does not have fails with `not logged in: run iota mcp login
+<name>` (see `auth`).
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
 import math
-import os
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import trio
 
-from iota import __version__
 from iota.config.settings import McpServerConfig
+from iota.mcp.auth import connection_auth
+from iota.mcp.connection import Trail, connect, describe, import_sdk, list_tools
 from iota.mcp.servers import endpoint, expanded
 from iota.mcp.tool import McpTool
 from iota.tools.base import Toolbox, ToolError
 
 # A server has this long to start, answer `initialize` and list its tools.
 START_SECONDS = 30.0
-# The HTTP client's timeouts: connecting, and waiting for a slow tool's answer.
-HTTP_CONNECT_SECONDS, HTTP_READ_SECONDS = 30.0, 300.0
-STDERR_TAIL_BYTES, REASON_CHARS = 4096, 200
+# How often an HTTP server is pinged, and how long its answer may take.
+PING_SECONDS, PING_TIMEOUT_SECONDS = 30.0, 10.0
 
 EventSink = Callable[[str, bool], None]  # (one-line notice, is it a warning)
 
@@ -73,6 +72,10 @@ class McpServerStatus:
         return f"{self.state}: {self.reason}"
 
 
+class ServerGone(Exception):
+    """An HTTP server that stopped answering its keep-alive ping."""
+
+
 class _Server:
     """One configured server and, while it is ready, its session and tools."""
 
@@ -84,10 +87,19 @@ class _Server:
         self.tools: list[McpTool] = []
         self.session: Any = None  # the SDK's ClientSession, while ready
         self.settled = trio.Event()  # ready or failed
+        self.tools_changed = trio.Event()  # the server said so; the hub reads its list again
+        self.pinging = False  # a keep-alive ping is waiting for its answer
 
     def status(self) -> McpServerStatus:
         return McpServerStatus(self.name, endpoint(self.config), self.state, self.reason,
                                tuple(tool.display_name for tool in self.tools))
+
+    def note(self, notification: Any) -> None:
+        """A notification from the server (the SDK's reader calls this: it must not wait)."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(notification, ToolListChangedNotification):
+            self.tools_changed.set()
 
     async def call_tool(self, tool: str, args: dict[str, Any]) -> Any:
         if self.session is None:
@@ -120,7 +132,7 @@ class McpHub:
         """Start the server, keep it while it lives, and report how it ended. Cancellation (the
         hub closing) stops it without a report."""
         with tempfile.TemporaryFile() as stderr:
-            trail = _Trail(stderr)
+            trail = Trail(server.config, stderr)
             try:
                 with trio.CancelScope(deadline=trio.current_time() + START_SECONDS) as starting:
                     await self._run(server, trail, starting)
@@ -128,6 +140,8 @@ class McpHub:
                           else "the connection closed" if server.config.url else "the process ended")
             except Exception as error:  # a server's failure is its own, never the chat's
                 reason = describe(error)
+                if server.pinging:  # the connection failed under the ping: the server has gone
+                    reason = f"no answer to a keep-alive ping ({reason})"
             except BaseExceptionGroup as group:
                 # Errors beside a cancellation come from stopping the server as the hub closes (a
                 # request that can no longer connect, say): only the cancellation goes on.
@@ -137,27 +151,48 @@ class McpHub:
             await trio.lowlevel.checkpoint_if_cancelled()  # a closing hub reports nothing
             self._ended(server, trail.explain(reason))
 
-    async def _run(self, server: _Server, trail: _Trail, starting: trio.CancelScope) -> None:
+    async def _run(self, server: _Server, trail: Trail, starting: trio.CancelScope) -> None:
         config = expanded(server.config, self._cwd)
         await self._load_sdk()
-        async with _connect(config, self._cwd, trail) as (session, ended):
-            tools = await _list_tools(session)
+        auth = connection_auth(config)
+        async with connect(config, self._cwd, trail, auth=auth, on_notice=server.note) as (session, ended):
+            listed = await list_tools(session)
             starting.deadline = math.inf
             server.session = session
-            server.tools = [McpTool(server, listed) for listed in tools]
-            for tool in server.tools:
-                self._toolbox.add(tool)
+            self._offer(server, listed)
             server.state = "ready"
             server.settled.set()
             self._on_event(f"MCP server {server.name} ready: {_tool_count(len(server.tools))}", False)
-            await ended.wait()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._follow_tool_changes, server, session)
+                if config.url:
+                    nursery.start_soon(_keep_alive, server, session)
+                await ended.wait()
+                nursery.cancel_scope.cancel()
+
+    def _offer(self, server: _Server, listed: list[Any]) -> None:
+        """Put the server's tools, as listed, in the toolbox in place of the ones it had."""
+        self._withdraw_tools(server)
+        server.tools = [McpTool(server, tool) for tool in listed]
+        for tool in server.tools:
+            self._toolbox.add(tool)
+
+    async def _follow_tool_changes(self, server: _Server, session: Any) -> None:
+        while True:
+            await server.tools_changed.wait()
+            server.tools_changed = trio.Event()
+            self._offer(server, await list_tools(session))
+            self._on_event(f"MCP server {server.name} tools changed: {_tool_count(len(server.tools))}", False)
 
     def _withdraw(self, server: _Server) -> None:
+        self._withdraw_tools(server)
+        server.session = None
+
+    def _withdraw_tools(self, server: _Server) -> None:
         for tool in server.tools:
             if self._toolbox.get(tool.name) is tool:
                 self._toolbox.remove(tool.name)
         server.tools = []
-        server.session = None
 
     def _ended(self, server: _Server, reason: str) -> None:
         if server.state == "ready":
@@ -171,7 +206,7 @@ class McpHub:
     async def _load_sdk(self) -> None:
         async with self._sdk_lock:
             if not self._sdk_loaded:
-                await trio.to_thread.run_sync(_import_sdk)
+                await trio.to_thread.run_sync(import_sdk)
                 self._sdk_loaded = True
 
 
@@ -189,123 +224,18 @@ async def open_mcp(servers: list[McpServerConfig], cwd: Path, toolbox: Toolbox,
             nursery.cancel_scope.cancel()
 
 
-def _import_sdk() -> None:
-    for module in ("mcp.client.session", "mcp.client.stdio", "mcp.client.streamable_http"):
-        importlib.import_module(module)
-    # The SDK logs through `logging`; with no handler anywhere Python would print its warnings
-    # on stderr, over the terminal app. A handler of its own keeps them off the screen.
-    logging.getLogger("mcp").addHandler(logging.NullHandler())
-
-
-@asynccontextmanager
-async def _connect(config: McpServerConfig, cwd: Path, trail: _Trail) -> AsyncIterator[tuple[Any, trio.Event]]:
-    """An initialized session with the server, and an event set when its connection ends."""
-    import anyio
-    from mcp.client.session import ClientSession
-    from mcp.types import Implementation
-
-    async with _transport(config, cwd, trail) as (read, write), trio.open_nursery() as nursery:
-        ended = trio.Event()
-        relay_send, relay_receive = anyio.create_memory_object_stream(0)
-        nursery.start_soon(_relay, read, relay_send, ended)
-        async with ClientSession(relay_receive, write, client_info=Implementation(name="iota", version=__version__)) \
-                as session:
-            await session.initialize()
-            yield session, ended
-        nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def _transport(config: McpServerConfig, cwd: Path, trail: _Trail) -> AsyncIterator[tuple[Any, Any]]:
-    if config.url:
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        timeout = httpx2.Timeout(HTTP_CONNECT_SECONDS, read=HTTP_READ_SECONDS)
-        hooks = {"response": [trail.note_response]}
-        async with httpx2.AsyncClient(headers=config.headers, timeout=timeout, event_hooks=hooks) as http, \
-                streamable_http_client(config.url, http_client=http) as streams:
-            yield streams
-    else:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        # The server gets the SDK's short list of inherited variables (PATH, HOME, …) and the
-        # entry's `env:` over it, not all of iota's environment (which holds the API keys).
-        parameters = StdioServerParameters(command=config.command, args=config.args, env=config.env or None,
-                                           cwd=cwd)
-        async with stdio_client(parameters, errlog=trail.stderr) as streams:
-            yield streams
-
-
-async def _relay(source: Any, sink: Any, ended: trio.Event) -> None:
-    """Pass the transport's messages to the session; set `ended` when the transport's stream ends."""
-    import anyio
-
-    try:
-        async with sink:
-            async for message in source:
-                await sink.send(message)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass  # the session stopped listening first: the chat is leaving
-    finally:
-        ended.set()
-
-
-async def _list_tools(session: Any) -> list[Any]:
-    from mcp.types import PaginatedRequestParams
-
-    tools, cursor = [], None
+async def _keep_alive(server: _Server, session: Any) -> None:
+    """Ping the server until it does not answer. A ping that fails takes the connection down
+    with it (the transport's error ends the session); one that goes unanswered is ServerGone."""
     while True:
-        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
+        await trio.sleep(PING_SECONDS)
+        server.pinging = True
+        with trio.move_on_after(PING_TIMEOUT_SECONDS) as waiting:
+            await session.send_ping()
+        server.pinging = False
+        if waiting.cancelled_caught:
+            raise ServerGone(f"no answer to a keep-alive ping within {PING_TIMEOUT_SECONDS:g}s")
 
 
 def _tool_count(count: int) -> str:
     return f"{count} tool{'' if count == 1 else 's'}"
-
-
-def describe(error: BaseException) -> str:
-    """An error from starting or calling a server as a short reason."""
-    error = _first_leaf(error)
-    if isinstance(error, FileNotFoundError) and error.filename:
-        return f"command not found: {error.filename}"
-    if isinstance(error, PermissionError) and error.filename:
-        return f"cannot run {error.filename}: permission denied"
-    text = str(error).strip() or type(error).__name__
-    return text[:REASON_CHARS]
-
-
-def _first_leaf(error: BaseException) -> BaseException:
-    """The first error in a (nested) exception group that is not a cancellation."""
-    while isinstance(error, BaseExceptionGroup):
-        leaves = [leaf for leaf in error.exceptions if not isinstance(leaf, trio.Cancelled)]
-        error = (leaves or error.exceptions)[0]
-    return error
-
-
-class _Trail:
-    """What a server leaves behind that can say why it stopped: the last line a stdio server wrote
-    on stderr (a temporary file, read only once the server has stopped, since the server's writes
-    share its offset) and the last HTTP error status an HTTP server answered with (which the SDK
-    reports only as "Server returned an error response")."""
-
-    def __init__(self, stderr: IO[bytes]):
-        self.stderr = stderr
-        self.http_error = ""
-
-    async def note_response(self, response: Any) -> None:
-        if response.status_code >= 400:
-            self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
-
-    def explain(self, reason: str) -> str:
-        """`reason` (what the SDK or iota saw) with the server's own last word on it."""
-        if self.http_error:
-            return self.http_error  # says more than the SDK's words for it ("Not Found")
-        size = self.stderr.seek(0, os.SEEK_END)
-        self.stderr.seek(max(0, size - STDERR_TAIL_BYTES))
-        lines = [line.strip() for line in self.stderr.read().decode(errors="replace").splitlines() if line.strip()]
-        last = lines[-1][:REASON_CHARS] if lines else ""
-        return f"{reason} ({last})" if last and last not in reason else reason

@@ -3,7 +3,8 @@
 The config's top-level `mcp_servers:` defines them; an agent's `mcp_servers:` picks which load
 (absent = all, `[]` = none, a list = exactly those, in that order); each `--mcp "<command line or
 URL>"` adds one more for the run, named after what it runs. A server is stdio (`command`, `args`,
-`env`) or streamable HTTP (`url`, `headers`); its values are `${…}`-expanded only when it starts,
+`env`) or streamable HTTP (`url`, `headers`, and OAuth's `auth`, `client_id`, `client_secret`,
+`redirect_port`: see `auth`); its values are `${…}`-expanded only when it starts,
 so a variable that is unset, or a typo in one, is that server's failure and nobody else's.
 
 Nothing here imports the MCP SDK: a chat without servers never pays for it.
@@ -91,7 +92,8 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 def expanded(server: McpServerConfig, cwd: Path) -> McpServerConfig:
-    """The server with `${…}` expanded in its command, args, url and env and header values.
+    """The server with `${…}` expanded in its command, args, url, env and header values, and its
+    OAuth client id and secret.
     Raises ConfigError (an unknown variable) and says which server and why when it is neither
     stdio nor HTTP."""
     if bool(server.command) == bool(server.url):
@@ -104,6 +106,8 @@ def expanded(server: McpServerConfig, cwd: Path) -> McpServerConfig:
         env={key: expand(value, cwd) for key, value in server.env.items()},
         url=expand(server.url, cwd) if server.url else None,
         headers={key: expand(value, cwd) for key, value in server.headers.items()},
+        client_id=expand(server.client_id, cwd) if server.client_id else None,
+        client_secret=expand(server.client_secret, cwd) if server.client_secret else None,
     )
 
 

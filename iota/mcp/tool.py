@@ -40,6 +40,7 @@ class McpTool(Tool):
     def __init__(self, connection: McpConnection, listed: Any):
         """`listed` is the server's description of the tool (an SDK `Tool`)."""
         self.connection = connection
+        self.server = connection.name
         self.remote_name: str = listed.name
         self.name = tool_name(connection.name, listed.name)
         self.display_name = f"{connection.name}:{listed.name}"

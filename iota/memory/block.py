@@ -54,15 +54,27 @@ def cut_to_cap(lines: list[str]) -> tuple[list[str], int]:
     return lines[:keep], size - MEMORY_CAP
 
 
-def over_cap_warning(over: int) -> str:
-    return (f"MEMORY.md is {over} bytes over its {MEMORY_CAP // 1024} KiB cap: the model is shown it cut short — "
+def over_cap_warning(over: int, label: str = "MEMORY.md") -> str:
+    return (f"{label} is {over} bytes over its {MEMORY_CAP // 1024} KiB cap: the model is shown it cut short — "
             "consolidate it (the file was not changed)")
 
 
 def render_block(bot: str, project: str | None, body: list[str], over: int = 0) -> str:
     """The block for bot `bot` in `project` (the project directory's name, None without one), from
     the body's lines already cut to the cap (`over`: by how many bytes)."""
-    kept, others = _scoped(body, project)
+    inner = block_text(body, over, project, by_project=True)
+    opening = f'<memory bot="{_attribute(bot)}"'
+    if project is not None:
+        opening += f' project="{_attribute(project)}"'
+    content = f"\n\n{defang(inner)}" if inner else ""
+    return f"{opening}>\n{MEMORY_PREAMBLE}{content}\n</memory>"
+
+
+def block_text(body: list[str], over: int, project: str | None, *, by_project: bool) -> str:
+    """A body's text as a block carries it: blank edges trimmed, the truncation marker when it was
+    cut (`over` bytes), and — for a MEMORY.md (`by_project`) — other projects' sections named only.
+    Not yet defanged."""
+    kept, others = _scoped(body, project) if by_project else (list(body), [])
     while kept and not kept[0].strip():
         kept.pop(0)
     while kept and not kept[-1].strip():
@@ -73,11 +85,15 @@ def render_block(bot: str, project: str | None, body: list[str], over: int = 0) 
     if others:
         named = ", ".join(f"{name} ({count} line{'' if count == 1 else 's'})" for name, count in others)
         inner += ("\n\n" if inner else "") + f"Other projects: {named}"
-    opening = f'<memory bot="{_attribute(bot)}"'
-    if project is not None:
-        opening += f' project="{_attribute(project)}"'
-    content = f"\n\n{defang(inner)}" if inner else ""
-    return f"{opening}>\n{MEMORY_PREAMBLE}{content}\n</memory>"
+    return inner
+
+
+def render_file_block(attributes: dict[str, str], inner: str) -> str:
+    """`<memory_file path="…" …>`, the text, `</memory_file>`: a memory layer's file as the model
+    sees it (see iota.memory.layers). Nothing in the text can close the block."""
+    opening = "".join(f' {name}="{_attribute(value)}"' for name, value in attributes.items())
+    return f"<memory_file{opening}>\n{defang(inner)}\n</memory_file>" if inner else \
+        f"<memory_file{opening}>\n</memory_file>"
 
 
 def _scoped(body: list[str], project: str | None) -> tuple[list[str], list[tuple[str, int]]]:

@@ -1,4 +1,4 @@
-"""A bot's MEMORY.md as a document, and the three line edits the `remember` tool makes to it.
+"""A bot's memory file as a document, and the edits the `remember` tool makes to it.
 
     ---                      front matter: `bot:` and `updated:` are iota's, other lines are kept
     bot: coder
@@ -15,9 +15,14 @@ line without a tag is the person's, and the model may not change or remove it; i
 instead. Everything else in the file (a title, sections the tool does not know, blank lines, free
 text) is kept exactly as it was.
 
+The same rules hold for every file the model writes line by line — MEMORY.md, memory/USER.md,
+memory/BRIEF.md — each with its own sections (iota.memory.kinds). memory/SOUL.md is changed a
+section at a time instead: a `Patch` replaces the body of one `##` section and leaves every other
+line of the file as it was.
+
 Nothing here touches the disk: `apply` turns the file's text and an edit into the new text, or
 raises `MemoryRefusal` with the sentence the model reads. The reading and writing around it live
-in iota.memory.file, the prompt block in iota.memory.block.
+in iota.memory.file, the prompt blocks in iota.memory.block and iota.memory.layers.
 
 The caps measure the body only, as its lines joined with newlines plus a final newline, so a
 person's front matter never counts against what the model may write.
@@ -26,112 +31,37 @@ person's front matter never counts against what the model may write.
 from __future__ import annotations
 
 import re
-import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from iota.memory.kinds import MEMORY_MD, PROJECT, FileKind
+from iota.memory.lines import (MemoryRefusal, breaks_line, byte_length, go_quote, heading, is_entry, is_tagged,
+                               join_lines, kib, split_lines)
 from iota.memory.provenance import comparable
 from iota.memory.secrets import secret_kind
-from iota.tools.base import ToolError
 
-MEMORY_FILE = "MEMORY.md"
-MEMORY_PREV_FILE = "MEMORY.md.prev"
+MEMORY_FILE = MEMORY_MD.name
 MEMORY_CAP = 8 * 1024          # the body may not grow past this
 MEMORY_SOFT_CAP = 6 * 1024     # past this a write succeeds and asks for consolidation
 MEMORY_LINE_CAP = 500          # one entry, its `- `, tag and date included
 
 USER = "User"
-PROJECT = "Project:"
-OPEN_THREADS = "Open threads"
 SOURCES = ("user", "inferred")
 
 USER_LINE_REFUSAL = "that line was written by the user; ask them to change it"
 
 
-class MemoryRefusal(ToolError):
-    """An edit iota will not make; the message is what the model reads, and nothing was written."""
-
-
-# -- quoting --------------------------------------------------------------------------------------
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-               "\\": "\\\\", '"': '\\"'}
-
-
-def go_quote(text: str) -> str:
-    """`text` in double quotes the way Go's `%q` writes it: backslash escapes for quotes, backslashes
-    and control characters, `\\uXXXX` for anything else that does not print. The refusals quote what
-    the model sent this way, so an invisible character in it shows up instead of hiding."""
-    out = ['"']
-    for char in text:
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    out.append('"')
-    return "".join(out)
-
-
 # -- sizes ----------------------------------------------------------------------------------------
 
-def byte_length(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def kib(size: int) -> str:
-    """`size` bytes in KiB with one decimal, rounded: 6200 → `6.1`."""
-    tenths = (size * 10 + 512) // 1024
-    return f"{tenths // 10}.{tenths % 10}"
-
-
-def soft_warning(size: int) -> str | None:
+def soft_warning(size: int, label: str = MEMORY_MD.label) -> str | None:
     """The consolidation sentence for a body of `size` bytes, or None below the soft cap. The write
     result carries it, and so does the memory flush's notice."""
     if size < MEMORY_SOFT_CAP:
         return None
-    return (f"MEMORY.md is at {size * 100 // MEMORY_CAP}% — consolidate soon (merge related lines with replace, "
+    return (f"{label} is at {size * 100 // MEMORY_CAP}% — consolidate soon (merge related lines with replace, "
             "drop stale ones with remove)")
 
 
 # -- lines ----------------------------------------------------------------------------------------
-
-def split_lines(text: str) -> list[str]:
-    """The file's lines without their endings (`\\n` or `\\r\\n`); a final newline ends the last line
-    rather than starting an empty one."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def join_lines(lines: list[str]) -> str:
-    return "".join(line + "\n" for line in lines)
-
-
-def heading(line: str) -> str | None:
-    """The name of a `## <name>` line, else None (`# title` and `### sub` are not sections)."""
-    return line[3:].strip() if line.startswith("## ") else None
-
-
-def is_entry(line: str) -> bool:
-    return line.startswith("- ")
-
-
-def is_tagged(line: str) -> bool:
-    """An entry the tool wrote, so one the model may change."""
-    return line.startswith(("- [user]", "- [inferred]"))
-
-
-def breaks_line(char: str) -> bool:
-    """A character that has no place inside one line of the file: a control character other than a
-    tab (a lone `\\r`, an escape), or a Unicode line or paragraph separator."""
-    return (char != "\t" and unicodedata.category(char) == "Cc") or char in "\u2028\u2029"
-
 
 _DATE_SUFFIX = re.compile(r" \([0-9]{4}-[0-9]{2}-[0-9]{2}\)$")
 
@@ -151,9 +81,9 @@ def normalize(text: str) -> str:
     return _DATE_SUFFIX.sub("", text).rstrip()
 
 
-def make_line(text: str, source: str, today: str) -> str:
+def make_line(text: str, source: str, today: str, label: str = MEMORY_MD.label) -> str:
     """`- [source] text (today)`, or the refusal for an empty text, a line break the folding leaves, an
-    over-long line or a secret. The checks judge the line as it would land in the file."""
+    over-long line or a secret. The checks judge the line as it would land in the file `label`."""
     text = normalize(text)
     if not text:
         raise MemoryRefusal("text is empty")
@@ -165,14 +95,18 @@ def make_line(text: str, source: str, today: str) -> str:
         raise MemoryRefusal(
             f"a memory line is at most {MEMORY_LINE_CAP} bytes and this one is {size}: shorten it to the one "
             "fact you need to recall, or split it into separate lines")
+    check_secret(text, label)
+    return line
+
+
+def check_secret(text: str, label: str) -> None:
     kind = secret_kind(text)
     if kind is not None:
         # The refusal does not repeat the line: the secret would only travel further.
         raise MemoryRefusal(
-            f"that text looks like {kind}; secrets do not belong in MEMORY.md — it is plain text, sent with "
+            f"that text looks like {kind}; secrets do not belong in {label} — it is plain text, sent with "
             "every request and may be committed. Nothing was written. Save where the secret is kept (an "
             "environment variable, a keychain entry), never the secret itself")
-    return line
 
 
 def _comparable(line: str) -> tuple[str, ...]:
@@ -181,24 +115,51 @@ def _comparable(line: str) -> tuple[str, ...]:
     return comparable(normalize(line))
 
 
+def section_body(text: str, name: str, label: str) -> list[str]:
+    """A patch's `text` as the lines of section `name`'s new body: trailing blanks trimmed from each
+    line, blank lines at either end dropped. A line may not be a `## ` heading (it would start a
+    section of its own, outside the patch), break the line, or hold a secret."""
+    lines = [line.rstrip() for line in split_lines(text)]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    for line in lines:
+        if any(breaks_line(char) for char in line):
+            raise MemoryRefusal(f"text is the body of ## {name}, lines without control characters: got "
+                                f"{go_quote(line)}")
+        if heading(line) is not None:
+            raise MemoryRefusal(f"text is the body of ## {name}; its line {go_quote(line)} would start another "
+                                "section — patch each section on its own")
+        check_secret(line, label)
+    return lines
+
+
 # -- sections -------------------------------------------------------------------------------------
 
-def parse_section(raw: str) -> str:
-    """The heading name `add` files under: `User` (also for an empty argument), `Project: <name>` or
-    `Open threads`, a leading `## ` tolerated. The argument becomes a heading line, so a newline or
-    any other control character is refused rather than folded: it could write an untagged line of its
-    own that would later pass for the person's."""
+def parse_section(raw: str, kind: FileKind = MEMORY_MD) -> str:
+    """The heading name an edit of a `kind` file goes under. For a file of lines: one of its
+    sections (the first, also for an empty argument; `Project: <name>` in MEMORY.md), a leading
+    `## ` tolerated. For SOUL.md: any heading, which is required. The argument becomes a heading
+    line, so a newline or any other control character is refused rather than folded: it could
+    write an untagged line of its own that would later pass for the person's."""
     raw = raw.strip()
-    if not raw:
-        return USER
+    if not raw and not kind.by_section:
+        return kind.sections[0]
     if any(breaks_line(char) for char in raw):
         raise MemoryRefusal(f"section is one heading line, without newlines or control characters: got {go_quote(raw)}")
     name = raw[3:].strip() if raw.startswith("## ") else raw
-    if name in (USER, OPEN_THREADS):
+    if kind.by_section:
+        if not name:
+            raise MemoryRefusal(f"section is required: the ## heading of the {kind.name} section to replace")
         return name
-    if name.startswith(PROJECT) and name[len(PROJECT):].strip():
+    if name in kind.sections and name != PROJECT:
+        return name
+    if PROJECT in kind.sections and name.startswith(PROJECT) and name[len(PROJECT):].strip():
         return f"{PROJECT} {name[len(PROJECT):].strip()}"
-    raise MemoryRefusal(f'section must be "User", "Project: <name>" or "Open threads", got {go_quote(name)}')
+    choices = ['"Project: <name>"' if section == PROJECT else f'"{section}"' for section in kind.sections]
+    listed = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else choices[0]
+    raise MemoryRefusal(f"section must be {listed}, got {go_quote(name)}")
 
 
 def project_of(name: str) -> str | None:
@@ -221,15 +182,12 @@ def check_scope(section: str | None, made_in: str | None) -> None:
                         f'written; file it under "{PROJECT} {made_in}", or under "{USER}" if it holds everywhere')
 
 
-def _rank(name: str) -> int | None:
-    """Where a conventional section goes: User, then projects, then open threads. A section the
-    person added has no rank: the tool neither orders nor creates it."""
-    if name == USER:
-        return 0
-    if name.startswith(PROJECT):
-        return 1
-    if name == OPEN_THREADS:
-        return 2
+def _rank(name: str, kind: FileKind) -> int | None:
+    """Where a conventional section goes (MEMORY.md: User, then projects, then open threads). A
+    section the person added has no rank: the tool neither orders nor creates it."""
+    for rank, section in enumerate(kind.sections):
+        if name == section or (section == PROJECT and name.startswith(PROJECT)):
+            return rank
     return None
 
 
@@ -239,20 +197,21 @@ def _rank(name: str) -> int | None:
 class MemoryDoc:
     front: list[str] | None     # the lines between the `---` fences; None when there are none
     body: list[str]
+    kind: FileKind = field(default=MEMORY_MD, compare=False)
 
     @classmethod
-    def parse(cls, text: str) -> MemoryDoc:
+    def parse(cls, text: str, kind: FileKind = MEMORY_MD) -> MemoryDoc:
         """Front matter is a first line `---` closed by a later `---`; without both, all is body."""
         lines = split_lines(text)
         if lines and lines[0].rstrip() == "---":
             for end in range(1, len(lines)):
                 if lines[end].rstrip() == "---":
-                    return cls(lines[1:end], lines[end + 1:])
-        return cls(None, lines)
+                    return cls(lines[1:end], lines[end + 1:], kind)
+        return cls(None, lines, kind)
 
     @classmethod
-    def new(cls, bot: str) -> MemoryDoc:
-        return cls(None, [f"# {bot} memory", ""])
+    def new(cls, bot: str, kind: FileKind = MEMORY_MD) -> MemoryDoc:
+        return cls(None, [kind.new_title(bot), ""], kind)
 
     def owner(self) -> str | None:
         """The front matter's `bot:`, quotes dropped; None when it has none."""
@@ -266,7 +225,7 @@ class MemoryDoc:
         owner = self.owner()
         if owner is not None and owner != bot:
             raise MemoryRefusal(
-                f"MEMORY.md says it belongs to bot {go_quote(owner)} (frontmatter bot:), not {go_quote(bot)}; "
+                f"{self.kind.label} says it belongs to bot {go_quote(owner)} (frontmatter bot:), not {go_quote(bot)}; "
                 "nothing was written — ask the user to fix the file")
 
     def body_text(self) -> str:
@@ -301,10 +260,10 @@ class MemoryDoc:
             at = entries[-1] + 1 if entries else start + 1
             self.body.insert(at, line)
             return at
-        own = _rank(name)
+        own = _rank(name, self.kind)
         for at, existing in enumerate(self.body):
             name_here = heading(existing)
-            rank = _rank(name_here) if name_here is not None else None
+            rank = _rank(name_here, self.kind) if name_here is not None else None
             if rank is not None and own is not None and rank > own:
                 self.body[at:at] = [f"## {name}", line, ""]
                 return at + 1
@@ -331,7 +290,7 @@ class MemoryDoc:
             raise MemoryRefusal(f"{go_quote(old)} matches {len(hits)} lines; make old long enough to name exactly "
                                 f"one:\n{listed}")
         if not entries:
-            raise MemoryRefusal(f"no line contains {go_quote(old)}: MEMORY.md has no lines yet")
+            raise MemoryRefusal(f"no line contains {go_quote(old)}: {self.kind.label} has no lines yet")
         listed = "\n".join(self.body[index] for index in entries)
         raise MemoryRefusal(f"no line contains {go_quote(old)}; the lines are:\n{listed}")
 
@@ -355,9 +314,39 @@ class MemoryDoc:
         return heading(self.body[start]) if start is not None else None
 
     def label_at(self, index: int) -> str:
-        """`MEMORY.md ## <name>` for the section line `index` is in, `MEMORY.md` ahead of the first."""
+        """`MEMORY.md ## <name>` for the section line `index` is in, `MEMORY.md` ahead of the first
+        (another file by its label: `memory/BRIEF.md ## Goals`)."""
         start = self.section_start(index) if self.body else None
-        return MEMORY_FILE if start is None else f"{MEMORY_FILE} ## {heading(self.body[start])}"
+        label = self.kind.label
+        return label if start is None else f"{label} ## {heading(self.body[start])}"
+
+    def section_text(self, name: str) -> str:
+        """The body of section `name` as it reads now ("" when there is no such section)."""
+        start = self.find_section(name)
+        return "" if start is None else "\n".join(self.body[start + 1:self.section_end(start)]).strip()
+
+    def replace_section(self, name: str, lines: list[str]) -> tuple[int, list[str] | None]:
+        """Section `name`'s body replaced by `lines`, every other line of the file left as it was:
+        the blank lines that open and close the old body stay, so the section is parted from its
+        neighbours as before. A missing section is added at the end, after a blank line. Returns
+        the heading's index and the old body, blank edges dropped (None: the section is new)."""
+        start = self.find_section(name)
+        if start is None:
+            while self.body and not self.body[-1].strip():
+                self.body.pop()
+            if self.body:
+                self.body.append("")
+            self.body += [f"## {name}", *lines]
+            return len(self.body) - len(lines) - 1, None
+        end = self.section_end(start)
+        old = self.body[start + 1:end]
+        content = [index for index, line in enumerate(old) if line.strip()]
+        if not content:
+            self.body[start + 1:end] = [*lines, *old]
+            return start, []
+        first, last = content[0], content[-1]
+        self.body[start + 1:end] = [*old[:first], *lines, *old[last + 1:]]
+        return start, old[first:last + 1]
 
     def excerpt(self, index: int) -> str:
         """The section around line `index` as it reads now, heading included, trailing blanks dropped."""
@@ -404,7 +393,16 @@ class Remove:
     made_in: str | None = None
 
 
-Edit = Add | Replace | Remove
+@dataclass(frozen=True)
+class Patch:
+    """SOUL.md's one edit: the body of section `section` becomes `text` (the section is added when
+    the file has none of that name)."""
+
+    section: str     # a heading name from parse_section
+    text: str
+
+
+Edit = Add | Replace | Remove | Patch
 
 
 @dataclass(frozen=True)
@@ -418,16 +416,19 @@ class Applied:
     notice: str      # what the conversation records: `memory: MEMORY.md ## User +1 line: …`
 
 
-def apply(current: str | None, bot: str, edit: Edit, today: str) -> Applied:
-    """`edit` applied to the file's text (`None`: there is no file yet) for bot `bot` on `today`
-    (`YYYY-MM-DD`), or MemoryRefusal."""
-    doc = MemoryDoc.parse(current) if current is not None else MemoryDoc.new(bot)
+def apply(current: str | None, bot: str, edit: Edit, today: str, kind: FileKind = MEMORY_MD) -> Applied:
+    """`edit` applied to the text of a `kind` file (`None`: there is no file yet) for bot `bot` on
+    `today` (`YYYY-MM-DD`), or MemoryRefusal."""
+    doc = MemoryDoc.parse(current, kind) if current is not None else MemoryDoc.new(bot, kind)
     doc.check_owner(bot)
     old_body = doc.body_text() if current is not None else ""
+    if kind.by_section != isinstance(edit, Patch):
+        raise MemoryRefusal(f'{kind.name} changes a whole section at a time: use action "patch"' if kind.by_section
+                            else f'action "patch" is for SOUL.md; {kind.name} changes a line at a time')
 
     if isinstance(edit, Add):
         check_scope(edit.section, edit.made_in)
-        line = make_line(edit.text, edit.source, today)
+        line = make_line(edit.text, edit.source, today, kind.label)
         duplicate = doc.find_duplicate(edit.section, line)
         if duplicate is not None:
             raise MemoryRefusal(
@@ -435,37 +436,49 @@ def apply(current: str | None, bot: str, edit: Edit, today: str) -> Applied:
                 "to change it, call replace with old set to part of it")
         at, change, shown = doc.insert(edit.section, line), "+1 line", line
     elif isinstance(edit, Replace):
-        line = make_line(edit.text, edit.source, today)
+        line = make_line(edit.text, edit.source, today, kind.label)
         at = doc.find_one(edit.old)
         check_scope(doc.section_name(at), edit.made_in)
         was, doc.body[at] = doc.body[at], line
         change, shown = "~1 line", f"{line} (was: {was})"
-    else:
+    elif isinstance(edit, Remove):
         at = doc.find_one(edit.old)
         check_scope(doc.section_name(at), edit.made_in)
         shown = doc.body.pop(at)
         # The line above the removed one is in its section (the heading, at worst).
         at, change = max(at - 1, 0), "-1 line"
+    else:
+        lines = section_body(edit.text, edit.section, kind.label)
+        at, was = doc.replace_section(edit.section, lines)
+        change, shown = ("added", _one_line(lines)) if was is None else \
+            ("rewritten", f"{_one_line(lines)} (was: {_one_line(was)})")
 
     new_body = doc.body_text()
     old_size, new_size = byte_length(old_body), byte_length(new_body)
+    label = kind.label
     # The cap guards growth only: a replace or remove that does not grow the body always goes
     # through, so the way out of a full file (or one a person overfilled) is never refused.
     shrinks = not isinstance(edit, Add) and new_size <= old_size
     if new_size > MEMORY_CAP and not shrinks:
         raise MemoryRefusal(
-            f"MEMORY.md would be {kib(new_size)} KiB, over its {MEMORY_CAP // 1024} KiB cap; nothing was written. "
-            "Consolidate first — merge related lines with replace, drop stale ones with remove — then retry."
-            f"\n\nMEMORY.md now ({kib(old_size)} / {MEMORY_CAP // 1024} KiB):\n{current or ''}")
+            f"{label} would be {kib(new_size)} KiB, over its {MEMORY_CAP // 1024} KiB cap; nothing was written. "
+            + ("Shorten the section, or another one, first." if kind.by_section else
+               "Consolidate first — merge related lines with replace, drop stale ones with remove — then retry.")
+            + f"\n\n{label} now ({kib(old_size)} / {MEMORY_CAP // 1024} KiB):\n{current or ''}")
 
     place = doc.label_at(at)
     result = f"saved to {place} ({kib(new_size)} / {MEMORY_CAP // 1024} KiB)"
     section = doc.excerpt(at)
     if section:
         result += f"\n\n{section}"
-    warning = soft_warning(new_size)
+    warning = soft_warning(new_size, label)
     if warning:
         result += f"\n\n{warning}"
     shown = shown[2:] if shown.startswith("- ") else shown
     return Applied(file=doc.render(bot, today), old_body=old_body, new_body=new_body, result=result,
                    notice=f"memory: {place} {change}: {shown}")
+
+
+def _one_line(lines: list[str]) -> str:
+    """A section's body on one line, for the notice: its lines joined with ` / `."""
+    return " / ".join(line.strip() for line in lines if line.strip()) or "(empty)"

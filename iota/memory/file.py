@@ -34,7 +34,6 @@ from pathlib import Path
 
 from iota.memory.document import (
     MEMORY_FILE,
-    MEMORY_PREV_FILE,
     Applied,
     Edit,
     MemoryDoc,
@@ -46,6 +45,7 @@ from iota.memory.document import (
     split_lines,
 )
 from iota.memory.block import cut_to_cap, over_cap_warning, render_block
+from iota.memory.kinds import MEMORY_MD, FileKind
 from iota.sessions.bundle import write_atomically
 
 # What identifies one version of the file: (mtime in ns, size, inode). None: there is no file.
@@ -139,13 +139,15 @@ class CurrentMemory:
 
 
 class MemoryFile:
-    """Bot `bot`'s MEMORY.md in `directory`, shared by the `remember` tool and the chat."""
+    """Bot `bot`'s MEMORY.md in `directory` (or another file the model writes, of `kind`: USER.md
+    in the memory directory), shared by the `remember` tool and the chat."""
 
-    def __init__(self, bot: str, directory: Path):
+    def __init__(self, bot: str, directory: Path, kind: FileKind = MEMORY_MD):
         self.bot = bot
+        self.kind = kind
         self.directory = Path(directory)
-        self.path = self.directory / MEMORY_FILE
-        self.prev_path = self.directory / MEMORY_PREV_FILE
+        self.path = self.directory / kind.name
+        self.prev_path = self.directory / f"{kind.name}.prev"
         self._seen: FileStamp = None
         self._folded_outside_edit = False
         self._notices: list[str] = []
@@ -157,8 +159,13 @@ class MemoryFile:
         name; None without a project). Call it at startup, after a compaction, at the day change and
         when `changed_outside()` says so. What it read becomes what this process has seen."""
         snapshot = memory_block(self.bot, project, self.path)
-        self._seen, self._folded_outside_edit = snapshot.stamp, False
+        self.seen(snapshot.stamp)
         return snapshot
+
+    def seen(self, stamp: FileStamp) -> None:
+        """The prompt now carries the file as it was at `stamp` (read by the caller, as the memory
+        layers read the files of the memory directory): edits before it are no longer news."""
+        self._seen, self._folded_outside_edit = stamp, False
 
     def changed_outside(self) -> bool:
         """Whether the file changed since this process last read or wrote it: a person's edit (or a
@@ -203,7 +210,7 @@ class MemoryFile:
         if current is not None and unclosed_front_matter(current):
             raise MemoryRefusal(f"{self.path} opens a front matter with --- on its first line and never closes it; "
                                 "nothing was written — ask the user to add the closing --- line")
-        applied = apply(current, self.bot, edit, today.isoformat())
+        applied = apply(current, self.bot, edit, today.isoformat(), self.kind)
         if current is not None:
             try:
                 write_atomically(self.prev_path, current.encode())

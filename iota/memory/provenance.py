@@ -23,6 +23,10 @@ backed by "read notes.txt and do what it says", whatever notes.txt says. The rul
 kept, tagged `[inferred]`, and the tool's result says so. What it cannot tell is a line put
 together from words of one message that meant something else; requiring all of them in one
 message keeps that narrow.
+
+A SOUL.md patch (the persona, changed a section at a time) has no tag to fall back on, so it is
+refused unless the words it adds — or, when it only deletes, the words it drops — are all in one
+of those messages (`unbacked_change`).
 """
 
 from __future__ import annotations
@@ -85,14 +89,43 @@ def unbacked(line: str, typed: Iterable[str]) -> list[str] | None:
     """None when `line` is backed by one of the messages in `typed`; else the content words of
     the line that the closest message lacks (empty when the line has no content words at all)."""
     wanted = content_stems(line)
+    if not wanted:
+        return []
+    missing = _closest_gap(wanted, typed)
+    return None if missing is None else _words_with_stems(line, missing)
+
+
+def unbacked_change(old: str, new: str, typed: Iterable[str]) -> list[str] | None:
+    """The same rule for a change of prose (a SOUL.md section going from `old` to `new`): None when
+    the content words it adds are all in one of the messages in `typed` — a change the person asked
+    for in their words — else those words the closest message lacks. A change that adds nothing
+    and only takes away is judged by the words it drops instead: a file the model reads could as
+    well ask it to delete the person's "never force-push" as to add something of its own. (A
+    rewrite that drops a rule while adding words the person did say is let through: what the
+    persona gains is always theirs, and the transcript shows what it lost.)"""
+    before, after = content_stems(old), content_stems(new)
+    changed = (after - before) or (before - after)
+    if not changed:
+        return None
+    missing = _closest_gap(changed, typed)
+    return None if missing is None else _words_with_stems(f"{old}\n{new}", missing)
+
+
+def _closest_gap(wanted: set[str], typed: Iterable[str]) -> set[str] | None:
+    """None when one message in `typed` has every stem in `wanted`; else the stems the closest lacks."""
     closest = wanted
     for message in typed:
         missing = wanted - _stems(message)
-        if wanted and not missing:
+        if not missing:
             return None
         closest = min(closest, missing, key=len)
-    return list(dict.fromkeys(word for word in words(line) if word not in _FUNCTION_WORDS
-                              and word not in _FRAMING_WORDS and _stemmer().stemWord(word) in closest))
+    return closest
+
+
+def _words_with_stems(text: str, stems: set[str]) -> list[str]:
+    """The content words of `text` whose stems are in `stems`, each once, in the order they come."""
+    return list(dict.fromkeys(word for word in words(text) if word not in _FUNCTION_WORDS
+                              and word not in _FRAMING_WORDS and _stemmer().stemWord(word) in stems))
 
 
 def typed_by_person(messages: Iterable[Message], limit: int = RECENT_MESSAGES) -> list[str]:

@@ -5,7 +5,8 @@
 
 Every provider speaks its protocol over httpx, with the same sending, retry and stall code
 (`_http`, `_streaming`): `anthropic` is Anthropic's Messages API, `openai` any OpenAI-compatible
-Chat Completions endpoint, and `bedrock` and `vertex` the Messages API on Amazon Bedrock and
+Chat Completions endpoint, `openresponses` OpenAI's Responses API, `gemini` Google's Gemini API,
+and `bedrock` and `vertex` the Messages API on Amazon Bedrock and
 Google Vertex AI, signed with the cloud's own credentials (`cloud`; botocore and google-auth,
 the `bedrock` and `vertex` extras, load on their first request). All stream text to `on_text`,
 return the tool calls, usage and stop reason in the `Reply`, and fail with
@@ -28,7 +29,7 @@ from typing import Callable
 from iota.errors import ConfigError
 from iota.providers.base import CONNECT_SECONDS, RAW_ARGUMENTS_KEY, STALL_SECONDS, Provider, Reply, Request, ToolSpec
 
-PROVIDER_TYPES = ("anthropic", "openai", "bedrock", "vertex")
+PROVIDER_TYPES = ("anthropic", "openai", "openresponses", "gemini", "bedrock", "vertex")
 
 
 def make_provider(
@@ -43,7 +44,8 @@ def make_provider(
     connect_seconds: float = CONNECT_SECONDS,
 ) -> Provider:
     """The provider called `name` in the config, of the given type, talking to `base_url`
-    (None: the vendor's own endpoint). `api_key` is for anthropic and openai; `region` for
+    (None: the vendor's own endpoint). `api_key` is for anthropic, openai, openresponses and
+    gemini; `region` for
     bedrock (else the AWS environment's) and vertex, `project_id` for vertex (else the Google
     credentials'). Each provider's module is imported here, on first use: importing this
     package (which every `iota.providers.base` import does) costs nothing."""
@@ -56,6 +58,14 @@ def make_provider(
         from iota.providers.openai import OpenAIProvider
 
         return OpenAIProvider(name, api_key, base_url, **timeouts)
+    if type == "openresponses":
+        from iota.providers.openresponses import OpenResponsesProvider
+
+        return OpenResponsesProvider(name, api_key, base_url, **timeouts)
+    if type == "gemini":
+        from iota.providers.gemini import GeminiProvider
+
+        return GeminiProvider(name, api_key, base_url, **timeouts)
     if type == "bedrock":
         from iota.providers.cloud import BedrockProvider
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import itertools
 import random
 from functools import partial
+from typing import Callable
 
 import httpx
 import trio
 
 from iota.errors import ProviderError, ResponseStalled
-from iota.providers._streaming import http_failure, retry_until_output, unreachable
+from iota.providers._streaming import body_failure, http_failure, retry_until_output, unreachable
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
 
 HTTP_RETRIES = 2
@@ -127,6 +128,19 @@ def response_body(response: httpx.Response) -> object:
         return response.json()
     except ValueError:
         return response.text
+
+
+async def read_events(provider: str, response: httpx.Response, take: Callable[[str | None, str], None]) -> None:
+    """Hand each server-sent event of a streaming response to `take(name, data)`, as it arrives. A
+    transport error while the body streams becomes a dropped connection or a stall (`body_failure`)."""
+    events = ServerSentEvents()
+    try:
+        async for line in response.aiter_lines():
+            event = events.feed(line)
+            if event is not None:
+                take(*event)
+    except httpx.TransportError as err:
+        raise body_failure(provider, err) from err
 
 
 class ServerSentEvents:

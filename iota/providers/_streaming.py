@@ -34,10 +34,13 @@ from iota.providers.base import RAW_ARGUMENTS_KEY, STREAM_RETRIES, OnText, Reply
 STREAM_RETRY_DELAY = 0.5
 
 # Markers of "the request does not fit the window", per server family: Anthropic's message (an
-# invalid request; on Bedrock a ValidationException), OpenAI's and vLLM's code, llama.cpp's type.
+# invalid request; on Bedrock a ValidationException), OpenAI's and vLLM's code, llama.cpp's type,
+# Gemini's message (an INVALID_ARGUMENT: "The input token count (…) exceeds the maximum number of
+# tokens allowed (…).").
 _CONTEXT_MARKERS = ("context_length_exceeded", "exceed_context_size_error")
 _ANTHROPIC_CONTEXT_PREFIX = "prompt is too long"
 _INVALID_REQUEST_TYPES = ("invalid_request_error", "ValidationException")
+_GEMINI_CONTEXT_TEXT = "exceeds the maximum number of tokens"
 
 
 class StreamBroke(Exception):
@@ -83,7 +86,8 @@ class ToolCallParts:
     """Tool calls as they stream in: started with an id and a name, then argument text in pieces.
 
     Calls are keyed by whatever the wire uses to tell them apart (Anthropic's content block
-    index, OpenAI's `tool_calls[].index`) and come out in the order they started.
+    index, OpenAI's `tool_calls[].index`, a Responses item id) and come out in the order they
+    started.
     """
 
     def __init__(self) -> None:
@@ -104,6 +108,13 @@ class ToolCallParts:
     def add_arguments(self, key: Any, piece: str) -> None:
         self._calls[key][2].append(piece)
 
+    def set_arguments(self, key: Any, text: str) -> None:
+        """The call's whole argument text, in place of the pieces so far."""
+        self._calls[key][2][:] = [text]
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
     def finish(self) -> list[ToolCall]:
         return [ToolCall(id, name, parse_arguments("".join(pieces))) for id, name, pieces in self._calls.values()]
 
@@ -113,8 +124,8 @@ def error_detail(body: object) -> tuple[str, str]:
 
     Anthropic: `{"type": "error", "error": {"type", "message"}}`; OpenAI and friends:
     `{"error": {"message", "type", "code"}}`; llama.cpp puts its kind in `type` and a number in
-    `code`; Google (Vertex's own errors) a number in `code` and its kind in `status`. A body that
-    is not JSON is its own message.
+    `code`; Google (Gemini, and Vertex's own errors) a number in `code` and its kind in `status`.
+    A body that is not JSON is its own message.
     """
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
@@ -133,7 +144,7 @@ def is_context_too_long(body: object) -> bool:
     message = str(error.get("message") or "")
     return error.get("code") in _CONTEXT_MARKERS or error.get("type") in _CONTEXT_MARKERS or (
         error.get("type") in _INVALID_REQUEST_TYPES and message.startswith(_ANTHROPIC_CONTEXT_PREFIX)
-    )
+    ) or (error.get("status") == "INVALID_ARGUMENT" and _GEMINI_CONTEXT_TEXT in message)
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -15,9 +15,11 @@ place; code that changes one makes a new one (`dataclasses.replace`), as compact
 log's repairs do. (A field-by-field check would catch in-place edits too, but it costs as much
 as the conversion it saves.)
 
-A wire message is only kept once it is closed: Anthropic merges neighbouring messages of one
-role, so the last wire message may still grow with the next request's messages; it is built
-again each time, from the messages it was made of.
+A wire message is only kept once it is closed: Anthropic and Gemini merge neighbouring messages
+of one role, so the last wire message may still grow with the next request's messages; it is
+built again each time, from the messages it was made of. (The Responses API makes several items
+of one message — its text, then each call — which share the message's index, and so stay open
+together.)
 """
 
 from __future__ import annotations

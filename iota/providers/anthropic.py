@@ -14,20 +14,29 @@ The request is what the official SDK sends for the same call (its headers — th
 SDK: importing it costs about two seconds. Prompt caching asks the API to cache the conversation
 up to its last block (`cache_control`), so the next turn reads the whole prefix from the cache.
 
+Deferred tools (iota.mcp.defer, `reference` mode): a tool spec marked `deferred` is sent with
+`defer_loading: true`, beside Anthropic's own regex tool search, which finds such tools and
+loads their schemas within the response. The search's blocks (`server_tool_use`,
+`tool_search_tool_result`) are kept with the assistant message and sent back at its front on
+later requests — without them the model would call what it found with guessed arguments — but
+only in requests that carry deferred tools: to anyone else they are blocks of a tool it was
+never given.
+
 Bedrock and Vertex serve the same API behind their own URLs and credentials (see `cloud`).
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import httpx
 
 from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._http import HttpProvider, ServerSentEvents
-from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
+from iota.providers._http import HttpProvider, read_events
+from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
 
@@ -35,6 +44,9 @@ DEFAULT_URL = "https://api.anthropic.com"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 # The API version the installed SDK (2.x) sends; Bedrock and Vertex take it in the body.
 API_VERSION = "2026-10-21"
+# Anthropic's server-side tool search, and the beta that deferred tools need.
+TOOL_SEARCH = {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
+TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 
 
 class MessagesProvider(HttpProvider):
@@ -43,22 +55,18 @@ class MessagesProvider(HttpProvider):
 
     def __init__(self, name: str, *, stall_seconds: float = STALL_SECONDS, connect_seconds: float = CONNECT_SECONDS):
         super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
-        self._history = WireHistory(wire_messages)
+        # The conversation with the tool search's blocks, for requests with deferred tools, and without.
+        self._histories = {True: WireHistory(partial(wire_messages, server_blocks=True)),
+                           False: WireHistory(wire_messages)}
 
     def body(self, fields: dict[str, Any], request: Request) -> bytes:
         """The request's JSON: `fields` and the conversation (converted once per message)."""
-        return json_object(fields, "messages", self._history.encode(request.messages))
+        history = self._histories[has_deferred(request)]
+        return json_object(fields, "messages", history.encode(request.messages))
 
     async def read(self, response: httpx.Response, deliver: OnText) -> Reply:
         reading = StreamReading(self.name, deliver)
-        events = ServerSentEvents()
-        try:
-            async for line in response.aiter_lines():
-                event = events.feed(line)
-                if event is not None:
-                    reading.take(*event)
-        except httpx.TransportError as err:
-            raise body_failure(self.name, err) from err
+        await read_events(self.name, response, reading.take)
         return reading.reply()
 
 
@@ -78,12 +86,14 @@ class AnthropicProvider(MessagesProvider):
         self._endpoint = (base_url or DEFAULT_URL).rstrip("/") + "/v1/messages"
         self._headers = {"authorization": f"Bearer {api_key}", "anthropic-version": API_VERSION,
                          "content-type": "application/json", "accept": "application/json"}
+        self._beta = False
 
     def encode(self, request: Request) -> tuple[str, bytes]:
+        self._beta = has_deferred(request)  # requests are sent one at a time: `headers` follows
         return self._endpoint, self.body(request_fields(request) | {"stream": True}, request)
 
     async def headers(self, url: str, body: bytes) -> dict[str, str]:
-        return self._headers
+        return self._headers | {"anthropic-beta": TOOL_SEARCH_BETA} if self._beta else self._headers
 
     def credentials_hint(self) -> str:
         return f"check {KEY_VARIABLE} or providers.{self.name}.key"
@@ -98,6 +108,7 @@ class StreamReading:
         self._deliver = deliver
         self._text: list[str] = []
         self._calls = ToolCallParts()
+        self._server: dict[Any, dict[str, Any]] = {}  # server-tool blocks by index, input JSON as text
         self._usage: dict[str, int] = {}
         self._stop_reason = ""
         self._stopped = False
@@ -120,6 +131,8 @@ class StreamReading:
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
                 self._calls.start(event.get("index"), str(block.get("id") or ""), str(block.get("name") or ""))
+            elif block.get("type") in SERVER_BLOCKS:
+                self._server[event.get("index")] = {**block, "input": ""} if "input" in block else dict(block)
         elif name == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta" and delta.get("text"):
@@ -127,6 +140,8 @@ class StreamReading:
                 self._deliver(delta["text"])
             elif delta.get("type") == "input_json_delta" and event.get("index") in self._calls:
                 self._calls.add_arguments(event["index"], str(delta.get("partial_json") or ""))
+            elif delta.get("type") == "input_json_delta" and "input" in self._server.get(event.get("index"), {}):
+                self._server[event["index"]]["input"] += str(delta.get("partial_json") or "")
         elif name == "message_delta":
             self._stop_reason = (event.get("delta") or {}).get("stop_reason") or self._stop_reason
             self._take_usage(event.get("usage"))
@@ -152,7 +167,26 @@ class StreamReading:
             cache_read=self._usage.get("cache_read_input_tokens", 0),
             cache_write=self._usage.get("cache_creation_input_tokens", 0),
         )
-        return Reply("".join(self._text), self._calls.finish(), usage, self._stop_reason)
+        return Reply("".join(self._text), self._calls.finish(), usage, self._stop_reason, self._server_blocks())
+
+    def _server_blocks(self) -> list[dict[str, Any]]:
+        blocks = []
+        for block in self._server.values():
+            if "input" in block:
+                try:
+                    block["input"] = json.loads(block["input"] or "{}")
+                except ValueError:
+                    block["input"] = {}
+            blocks.append(block)
+        return blocks
+
+
+# The blocks of Anthropic's own server-side tool search, kept and sent back.
+SERVER_BLOCKS = ("server_tool_use", "tool_search_tool_result")
+
+
+def has_deferred(request: Request) -> bool:
+    return any(tool.deferred for tool in request.tools)
 
 
 def request_fields(request: Request) -> dict[str, Any]:
@@ -168,8 +202,11 @@ def request_fields(request: Request) -> dict[str, Any]:
         fields["system"] = request.system
     if request.tools:
         fields["tools"] = [
-            {"name": tool.name, "description": tool.description, "input_schema": tool.parameters} for tool in request.tools
+            {"name": tool.name, "description": tool.description, "input_schema": tool.parameters,
+             **({"defer_loading": True} if tool.deferred else {})} for tool in request.tools
         ]
+        if has_deferred(request):
+            fields["tools"].insert(0, TOOL_SEARCH)
     # A model that refuses a sampling parameter says so in a 400.
     if request.temperature is not None:
         fields["temperature"] = request.temperature
@@ -180,15 +217,18 @@ def request_fields(request: Request) -> dict[str, Any]:
     return fields
 
 
-def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
+def wire_messages(messages: list[Message], server_blocks: bool = False) -> list[tuple[int, dict[str, Any]]]:
     """iota's messages as Anthropic's, each with the index of the message it starts at: tool
     results become `tool_result` blocks of a user message, tool calls `tool_use` blocks of the
     assistant's, and neighbours of one role merge into one message (the API wants the roles to
     alternate). System and compaction records are not conversation: the system prompt travels in
-    `system`, a summary in the messages around it."""
+    `system`, a summary in the messages around it. `server_blocks`: an assistant message's tool
+    search blocks go first in it."""
     wire: list[tuple[int, dict[str, Any]]] = []
     for index, message in enumerate(messages):
         role, blocks = _blocks(message)
+        if server_blocks and message.role == ASSISTANT:
+            blocks = [*message.server_blocks, *blocks]
         if not blocks:
             continue
         if wire and wire[-1][1]["role"] == role:

@@ -30,11 +30,13 @@ RAW_ARGUMENTS_KEY = "_raw"
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool as the model is told about it: a name, a description and a JSON schema."""
+    """A tool as the model is told about it: a name, a description and a JSON schema. `deferred`
+    marks a tool the provider's own tool search is to find (iota.mcp.defer, `reference` mode)."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+    deferred: bool = False
 
 
 @dataclass
@@ -55,6 +57,8 @@ class Reply:
     tool_calls: list[ToolCall]
     usage: Usage
     stop_reason: str
+    # Blocks of a provider's own server-side tools (Anthropic's tool search), kept to be sent back.
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 OnText = Callable[[str], None]

@@ -194,7 +194,17 @@ def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
         elif message.role == TOOL:
             wire.append((group, {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}))
             waiting.discard(message.tool_call_id)
+            if message.mounted_tools:
+                # Tool schemas loaded into the history (a deferred tool, `system-tools` mode): a
+                # system message with `tools` and no content, held back, like a notice, until
+                # every result of the round is sent.
+                held.append({"role": "system", "tools": [_function(tool) for tool in message.mounted_tools]})
             if not waiting:
                 wire.extend((group, held_entry) for held_entry in held)
                 held = []
     return wire + [(group, entry) for entry in held]
+
+
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": tool.get("name"), "description": tool.get("description"),
+                                             "parameters": tool.get("parameters")}}

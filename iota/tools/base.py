@@ -102,6 +102,7 @@ class Toolbox:
         self._tools: dict[str, Tool] = {}
         self.jobs = None  # the shell's background job table, when the chat has one
         self.mcp = None  # the MCP servers' hub (iota.mcp.hub.McpHub), when the chat has servers
+        self.deferral = None  # what hides deferred servers' tools (iota.mcp.defer.Deferral), if any
         for tool in tools or []:
             self.add(tool)
 
@@ -121,10 +122,20 @@ class Toolbox:
         return len(self._tools)
 
     def specs(self) -> list[ToolSpec]:
+        """What the model is sent: every tool, unless a deferral hides some."""
+        if self.deferral is not None:
+            return self.deferral.specs()
         return [tool.spec() for tool in self._tools.values()]
+
+    def take_mounts(self) -> list[ToolSpec]:
+        """Schemas loaded since the last call that go into the history rather than the tools
+        array (iota.mcp.defer, `system-tools` mode); usually none."""
+        return self.deferral.take_mounts() if self.deferral is not None else []
 
     async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         """Run a tool; every failure comes back as an error result."""
+        if self.deferral is not None:
+            self.deferral.note_call(name)  # a hidden tool called by name loads
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(f"unknown tool: {name}", is_error=True)

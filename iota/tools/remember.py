@@ -1,46 +1,63 @@
-"""The `remember` tool: a bot's line edits to its MEMORY.md.
+"""The `remember` tool: a bot's edits to its own memory files.
 
-It asks for no approval: it writes only the bot's own file, a line at a time. What makes up for
-that is that every write is visible and reversible: the transcript shows the change in full, the
-conversation records a `memory: MEMORY.md ## User +1 line: …` notice, the old file is kept as
-MEMORY.md.prev, and the lines a person wrote cannot be touched. The file format and its rules live
-in iota.memory.document; this module decodes the arguments and presents the result.
+    MEMORY.md         add / replace / remove one line (the default file)
+    USER.md           the same, about the person (sections Profile, Preferences)
+    BRIEF.md          the same, for the mission (Goals, Constraints, Decisions)
+    SOUL.md           patch: the body of one `##` section replaced, never the whole file
+
+It asks for no approval: it writes only the bot's own files, a line or a section at a time. What
+makes up for that is that every write is visible and reversible: the transcript shows the change
+in full, the conversation records a `memory: memory/BRIEF.md ## Goals +1 line: …` notice, each
+file keeps its previous version beside it (`BRIEF.md.prev`), and the lines a person wrote cannot
+be touched. Inherited and global memory are never written: the tool knows only these four files,
+by name. The file formats and their rules live in iota.memory.document; this module decodes the
+arguments and presents the result.
 
 The model may have read what it is asked to save in a file or a tool's output that tells it what
-to "remember", so two things are not the model's to decide. A `[user]` line must be backed by
+to "remember", so some things are not the model's to decide. A `[user]` line must be backed by
 what the person typed in this conversation (iota.memory.provenance has the rule); one that is not
-is written `[inferred]`, and the result says so. And a `## Project: X` section takes edits only
-from a chat running in project X, the one section of projects the model is shown.
+is written `[inferred]`, and the result says so. A SOUL.md patch has no tag to fall back on, so
+it is refused unless the words it adds (or, for a deletion, drops) are in one of the person's recent
+messages: the persona changes only when the person asked for it. And a `## Project: X` section of MEMORY.md
+takes edits only from a chat running in project X, the one section of projects the model is shown.
 
-The notices are not on the result: the chat takes them from the shared `MemoryFile`
-(`take_notices()`) once the turn is over, so they land in the log after the tool results, as the
-record of what the turn changed.
+The notices are not on the result: the chat takes them from the files (`take_notices()`) once the
+turn is over, so they land in the log after the tool results, as the record of what it changed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Mapping
 from typing import Any, Callable
 
-from iota.memory.document import (SOURCES, Add, Edit, MemoryRefusal, Remove, Replace, go_quote, normalize,
+from iota.memory.document import (SOURCES, Add, Edit, MemoryDoc, Patch, Remove, Replace, normalize,
                                   parse_section)
-from iota.memory.provenance import unbacked
-from iota.memory.file import MemoryFile
+from iota.memory.file import MemoryFile, read_memory
+from iota.memory.kinds import MEMORY_MD, SOUL_MD, WRITABLE, FileKind
+from iota.memory.lines import MemoryRefusal, go_quote
+from iota.memory.provenance import unbacked, unbacked_change
 from iota.tools.base import Tool, ToolResult
 from iota.tools.code_write import unified_diff
 
 DESCRIPTION = (
-    "Save a line to your long-term memory, MEMORY.md, which you are shown again in later turns, after "
-    "compactions and after restarts. Call it when the user states a preference, when a decision is made, or "
-    "when you learn a fact you will need again. One entry is one short line. action \"add\" files a new line "
-    "under section (\"User\" by default, for the user; \"Project: <name>\" for the project you run in, named "
-    "after its directory; \"Open threads\" for what is still in progress); \"replace\" and \"remove\" change "
-    "the one line that contains old. source is \"user\" only when the user said it in this conversation (in "
-    "their words: a line their messages do not back is filed as \"inferred\"), \"inferred\" for your own "
-    "conclusions and anything read in tool output. The tag and the date are added for you. Lines without a "
-    "[user] or [inferred] tag were written by the user and cannot be changed: ask them instead. Never store "
-    "secrets, keys or tokens: the file is plain text, sent with every request, and may be committed to git."
+    "Save a line to your long-term memory, which you are shown again in later turns, after compactions and "
+    "after restarts. Call it when the user states a preference, when a decision is made, or when you learn a "
+    "fact you will need again. file says where (MEMORY.md by default): a goal, a constraint or a lasting "
+    "decision goes to BRIEF.md at once (sections \"Goals\", \"Constraints\", \"Decisions\"), where it outlives "
+    "any compaction; a fact about the user goes to USER.md (\"Profile\", \"Preferences\"); a lasting change of "
+    "your style the user asks for goes to SOUL.md; everything else stays in MEMORY.md. One entry is one short "
+    "line. action \"add\" files a new line under section (in MEMORY.md: \"User\" by default, for the user; "
+    "\"Project: <name>\" for the project you run in, named after its directory; \"Open threads\" for what is "
+    "still in progress); \"replace\" and \"remove\" change the one line that contains old. SOUL.md changes a "
+    "section at a time: action \"patch\" replaces the body of the ## section named by section with text, in "
+    "the user's own words (a change they did not ask for is refused). source is \"user\" only when the user "
+    "said it in this conversation (in their words: a line their messages do not back is filed as "
+    "\"inferred\"), \"inferred\" for your own conclusions and anything read in tool output. The tag and the "
+    "date are added for you. Lines without a [user] or [inferred] tag were written by the user and cannot be "
+    "changed: ask them instead. Global and inherited memory are read-only. Never store secrets, keys or "
+    "tokens: the files are plain text, sent with every request, and may be committed to git."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -48,10 +65,12 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "action": {
             "type": "string",
-            "enum": ["add", "replace", "remove"],
-            "description": "add a line, replace the line containing old, or remove it.",
+            "enum": ["add", "replace", "remove", "patch"],
+            "description": "add a line, replace the line containing old, or remove it; patch (SOUL.md only) "
+                           "replaces the body of one section.",
         },
-        "text": {"type": "string", "description": "The entry, one line (add, replace)."},
+        "text": {"type": "string", "description": "The entry, one line (add, replace); for patch, the section's "
+                                                  "new body, any number of lines."},
         "source": {
             "type": "string",
             "enum": ["user", "inferred"],
@@ -61,7 +80,14 @@ PARAMETERS: dict[str, Any] = {
         "old": {"type": "string", "description": "A substring of exactly one existing line (replace, remove)."},
         "section": {
             "type": "string",
-            "description": "Where add files the line: \"User\" (default), \"Project: <name>\" or \"Open threads\".",
+            "description": "Where add files the line: \"User\" (default), \"Project: <name>\" or \"Open threads\" in "
+                           "MEMORY.md; \"Profile\" or \"Preferences\" in USER.md; \"Goals\", \"Constraints\" or "
+                           "\"Decisions\" in BRIEF.md. For patch, the SOUL.md section to replace.",
+        },
+        "file": {
+            "type": "string",
+            "enum": list(WRITABLE),
+            "description": "The file to change: MEMORY.md (default), SOUL.md, USER.md or BRIEF.md.",
         },
     },
     "required": ["action"],
@@ -73,66 +99,112 @@ class Remember(Tool):
     description = DESCRIPTION
     parameters = PARAMETERS
 
-    def __init__(self, memory: MemoryFile, *, project: str | None = None,
-                 typed_by_person: Callable[[], list[str]] = list,
+    def __init__(self, memory: MemoryFile, *, files: Mapping[str, MemoryFile] | None = None,
+                 project: str | None = None, typed_by_person: Callable[[], list[str]] = list,
                  today: Callable[[], datetime.date] = datetime.date.today):
-        """`project` is the project the chat runs in (the project directory's name), the one
-        `## Project:` section it may write; `typed_by_person` gives the person's recent messages
-        (iota.memory.provenance.typed_by_person), the only backing a `[user]` line can have."""
+        """`memory` is the bot's MEMORY.md, `files` its memory directory's SOUL.md, USER.md and
+        BRIEF.md by name (iota.memory.layers.BotMemory has both; without `files` the tool writes
+        MEMORY.md alone). `project` is the project the chat runs in (the project directory's
+        name), the one `## Project:` section it may write; `typed_by_person` gives the person's
+        recent messages (iota.memory.provenance.typed_by_person), the only backing a `[user]`
+        line or a SOUL.md patch can have."""
         self.memory = memory
+        self.files = dict(files or {})
         self.project = project
         self._typed_by_person = typed_by_person
         self._today = today
 
     def target(self, args: dict[str, Any]) -> str:
-        """`add ## User`, `replace "tabs"`, `remove "tabs"`: what the call is about, for the transcript."""
+        """`add ## User`, `replace "tabs"`, `add memory/BRIEF.md ## Goals`, `patch memory/SOUL.md ## Style`:
+        what the call is about, for the transcript (MEMORY.md goes without saying)."""
         action = _text(args, "action").strip()
-        if action == "add":
+        try:
+            kind = file_kind(args)
+        except MemoryRefusal:
+            return action
+        where = "" if kind is MEMORY_MD else f"{kind.label} "
+        if action in ("add", "patch"):
             try:
-                return f"add ## {parse_section(_text(args, 'section'))}"
+                return f"{action} {where}## {parse_section(_text(args, 'section'), kind)}"
             except MemoryRefusal:
                 return action
         if action in ("replace", "remove"):
-            return f"{action} {go_quote(_text(args, 'old'))}"
+            return f"{action} {where}{go_quote(_text(args, 'old'))}"
         return action
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         # No await from here on: the write is a few KiB, synchronous, and so cannot be cancelled
         # half-way. A refusal (MemoryRefusal is a ToolError) becomes the error result the model reads.
-        edit, downgraded = self._backed(decode(args, self.project))
-        applied = self.memory.write(edit, self._today())
+        kind, edit = decode(args, self.project)
+        writer = self._writer(kind)
+        edit, downgraded = self._backed(edit, writer)
+        applied = writer.write(edit, self._today())
         result = f"{downgraded}\n\n{applied.result}" if downgraded else applied.result
-        return ToolResult(result, display=unified_diff("MEMORY.md", applied.old_body, applied.new_body))
+        return ToolResult(result, display=unified_diff(kind.label, applied.old_body, applied.new_body))
 
-    def _backed(self, edit: Edit) -> tuple[Edit, str]:
+    def _writer(self, kind: FileKind) -> MemoryFile:
+        if kind is MEMORY_MD:
+            return self.memory
+        if kind.name not in self.files:
+            raise MemoryRefusal(f"{kind.name} is not kept by this bot; save to MEMORY.md")
+        return self.files[kind.name]
+
+    def _backed(self, edit: Edit, writer: MemoryFile) -> tuple[Edit, str]:
         """`edit` as it may be written: a `[user]` line the person's own messages do not back is
-        written `[inferred]`, with the sentence that says so ("" when nothing changed)."""
+        written `[inferred]`, with the sentence that says so ("" when nothing changed); a SOUL.md
+        patch they do not back is refused."""
+        if isinstance(edit, Patch):
+            before = MemoryDoc.parse(read_memory(writer.path) or "").section_text(edit.section)
+            missing = unbacked_change(before, edit.text, self._typed_by_person())
+            if missing is not None:
+                raise MemoryRefusal(
+                    f"a {SOUL_MD.name} change must be one the user asked for in this conversation: the words it adds "
+                    "(or, when it only deletes, the words it drops) must be in one of their recent messages, and "
+                    f"{_words(missing)} "
+                    f"{'is' if len(missing) == 1 else 'are'} in none of them. Nothing was written — ask the user, "
+                    "or keep to their words")
+            return edit, ""
         if isinstance(edit, Remove) or edit.source != "user":
             return edit, ""
         missing = unbacked(normalize(edit.text), self._typed_by_person())
         if missing is None:
             return edit, ""
-        why = (f"{', '.join(go_quote(word) for word in missing)} "
-               f"{'is' if len(missing) == 1 else 'are'} in none of their recent messages" if missing
+        why = (f"{_words(missing)} {'is' if len(missing) == 1 else 'are'} in none of their recent messages" if missing
                else "it has no words of its own to compare with theirs")
         return dataclasses.replace(edit, source="inferred"), (
             f"saved as [inferred], not [user]: a [user] line must be in the words the user typed in this "
             f"conversation, and {why}")
 
 
-def decode(args: dict[str, Any], made_in: str | None = None) -> Edit:
-    """The call's arguments as an edit made from project `made_in`, or the refusal the model reads.
-    A non-string argument counts as missing."""
+def file_kind(args: dict[str, Any]) -> FileKind:
+    """The file a call names (MEMORY.md when it names none); `memory/USER.md` is read as USER.md."""
+    name = _text(args, "file").strip().removeprefix("memory/") or MEMORY_MD.name
+    if name not in WRITABLE:
+        raise MemoryRefusal(f'file must be "MEMORY.md", "SOUL.md", "USER.md" or "BRIEF.md", got {go_quote(name)}; '
+                            "global and inherited memory are read-only")
+    return WRITABLE[name]
+
+
+def decode(args: dict[str, Any], made_in: str | None = None) -> tuple[FileKind, Edit]:
+    """The call's arguments as the file it changes and an edit made from project `made_in`, or the
+    refusal the model reads. A non-string argument counts as missing."""
+    kind = file_kind(args)
     action = _text(args, "action").strip()
-    if action == "add":
-        section = parse_section(_text(args, "section"))
-        return Add(_text(args, "text"), _source(args), section, made_in)
-    if action == "replace":
-        return Replace(_text(args, "old"), _text(args, "text"), _source(args), made_in)
-    if action == "remove":
-        return Remove(_text(args, "old"), made_in)
     if not action:
         raise MemoryRefusal("missing required argument: action")
+    if kind.by_section:
+        if action != "patch":
+            raise MemoryRefusal(f'{kind.name} changes a whole section at a time: action must be "patch", got '
+                                f"{go_quote(action)}")
+        return kind, Patch(parse_section(_text(args, "section"), kind), _text(args, "text"))
+    if action == "add":
+        return kind, Add(_text(args, "text"), _source(args), parse_section(_text(args, "section"), kind), made_in)
+    if action == "replace":
+        return kind, Replace(_text(args, "old"), _text(args, "text"), _source(args), made_in)
+    if action == "remove":
+        return kind, Remove(_text(args, "old"), made_in)
+    if action == "patch":
+        raise MemoryRefusal(f'action "patch" is for SOUL.md; {kind.name} takes "add", "replace" or "remove"')
     raise MemoryRefusal(f'action must be "add", "replace" or "remove", got {go_quote(action)}')
 
 
@@ -148,3 +220,7 @@ def _source(args: dict[str, Any]) -> str:
 def _text(args: dict[str, Any], key: str) -> str:
     value = args.get(key)
     return value if isinstance(value, str) else ""
+
+
+def _words(words: list[str]) -> str:
+    return ", ".join(go_quote(word) for word in words)

@@ -13,7 +13,9 @@ at `model.url`) can all talk to it, and its scripting API is plain thread-safe P
         assert model.requests[1].body["messages"][-1]["role"] == "user"
 
 Each request takes the next scripted answer, whichever dialect asked: `POST /v1/messages` is
-answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks.
+answered in Anthropic's named SSE events, `POST …/chat/completions` in OpenAI's `data:` chunks,
+`POST …/responses` in the Responses API's events and `POST …/models/{model}:streamGenerateContent`
+in Gemini's chunks (see fake_dialects).
 The same API on the clouds: Vertex's `POST …/publishers/anthropic/models/{model}:streamRawPredict`
 is answered like /v1/messages; Bedrock's `POST /model/{model}/invoke-with-response-stream` gets
 the same events in AWS's binary event-stream framing, and its errors in Bedrock's shape. `POST
@@ -122,6 +124,7 @@ class _Stream:
     drop_after: int | None
     stall_after: int | None
     no_stop: bool
+    server_blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -145,7 +148,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case names
     body: Any  # the parsed JSON, or the text if it was not JSON
-    dialect: str | None  # "anthropic", "openai", "vertex", "bedrock", or None for a path the server does not serve
+    # "anthropic", "openai", "openresponses", "gemini", "vertex", "bedrock", or None for a path the server does not serve
+    dialect: str | None
     disconnected: bool = False  # the client went away before the server had finished answering
     raw_body: bytes = b""  # the body as sent (a signature covers these bytes)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -182,11 +186,12 @@ def _stream(
     drop_after: int | None = None,
     stall_after: int | None = None,
     no_stop: bool = False,
+    server_blocks: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
 ) -> _Stream:
     """The streamed answer `FakeModel.reply` queues (its options are described there)."""
     return _Stream(text, list(tool_calls), input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                    stop_reason, pieces, fragments, drip, gate, error_after, error_type, error_message,
-                   drop_after, stall_after, no_stop)
+                   drop_after, stall_after, no_stop, list(server_blocks))
 
 
 class FakeModel:
@@ -219,7 +224,9 @@ class FakeModel:
         pieces an error event ends the stream; after `drop_after` pieces the connection drops
         (mid chunked body); after `stall_after` pieces the server goes silent but keeps the
         connection open; `no_stop` leaves out the end (message_stop / finish_reason, usage and
-        [DONE]) and closes the stream cleanly."""
+        [DONE]) and closes the stream cleanly. `server_blocks` (Anthropic only) come first:
+        blocks of Anthropic's own server tools (a `server_tool_use`, whose `input` is streamed as
+        JSON, and a `tool_search_tool_result`)."""
         self._push(_stream(text, **options))
 
     def fail(self, status: int, *, retry_after_ms: int | None = 10, error_type: str | None = None,
@@ -310,11 +317,13 @@ class FakeModel:
         if path == "/token":
             self._serve_token(handler, raw)
             return
+        from tests.support import fake_dialects  # it imports this module's helpers
+
         dialect = "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else (
-            cloud_dialect(path))
+            cloud_dialect(path) or fake_dialects.dialect(path))
         record = RecordedRequest(handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body, dialect,
                                  raw_body=raw_body)
-        invalid = conversation_error(dialect, body) if dialect else None
+        invalid = (conversation_error(dialect, body) or fake_dialects.conversation_error(dialect, body)) if dialect else None
         with self._lock:
             self._requests.append(record)
             scripted = self._script.popleft() if dialect and self._script and not invalid else None
@@ -328,7 +337,9 @@ class FakeModel:
                 self.unexpected.append(record)
         handler.close_connection = True
         try:
-            if invalid:
+            if invalid and dialect == "gemini":
+                _send_json(handler, 400, *fake_dialects.gemini_failure(400, None, None, invalid, False))
+            elif invalid:
                 _send_json(handler, 400, *_failure_body(_HttpFailure(400, None, "invalid_request_error", invalid),
                                                         dialect))
             elif scripted is None:
@@ -337,6 +348,9 @@ class FakeModel:
             elif isinstance(scripted, _HttpFailure) and dialect == "bedrock":
                 _send_json(handler, scripted.status, *bedrock_failure(*_failure_body(scripted, "anthropic"),
                                                                       context_too_long=scripted.context_too_long))
+            elif isinstance(scripted, _HttpFailure) and dialect == "gemini":
+                _send_json(handler, scripted.status, *fake_dialects.gemini_failure(
+                    scripted.status, scripted.retry_after_ms, scripted.error_type, scripted.message, scripted.context_too_long))
             elif isinstance(scripted, _HttpFailure):
                 _send_json(handler, scripted.status, *_failure_body(scripted, "anthropic" if dialect == "vertex" else dialect))
             elif isinstance(scripted, _Hang):
@@ -347,7 +361,8 @@ class FakeModel:
                 _StreamWriter(handler, self._closing).run(scripted, frames, content_type="application/vnd.amazon.eventstream")
             else:
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                frames = _openai_frames if dialect == "openai" else _anthropic_frames
+                frames = {"openai": _openai_frames, "openresponses": fake_dialects.responses_frames,
+                          "gemini": fake_dialects.gemini_frames}.get(dialect, _anthropic_frames)
                 _StreamWriter(handler, self._closing).run(scripted, frames(scripted, model, self._ids))
         except (_ClientGone, OSError):  # OSError: the client went while a plain answer was written
             record.disconnected = True
@@ -436,6 +451,11 @@ def _anthropic_frames(scripted: _Stream, model: str, ids: Iterator[int]) -> tupl
     steps: list[Step] = [(False, event("message_start", {"type": "message_start", "message": message})),
                          (False, event("ping", {"type": "ping"}))]
     blocks: list[tuple[dict[str, Any], str, list[str]]] = []
+    for block in scripted.server_blocks:
+        if "input" in block:  # its input arrives as JSON pieces, as a tool call's does
+            blocks.append(({**block, "input": {}}, "input_json_delta", _split(json.dumps(block["input"]), 2)))
+        else:
+            blocks.append((block, "", []))
     if scripted.text:
         blocks.append(({"type": "text", "text": ""}, "text_delta", _split(scripted.text, scripted.pieces)))
     for call in scripted.tool_calls:

@@ -1,17 +1,28 @@
-"""MCP servers for the tests: a streamable-HTTP server built from the SDK's own server classes,
-and helpers to find the processes a test's stdio servers left behind.
+"""MCP servers for the tests: streamable-HTTP servers built from the SDK's own server classes
+(one open, one behind the SDK's own OAuth authorization server), a test "browser" that goes
+through a login the way a person's would, and helpers to find the processes a test's stdio
+servers left behind.
 
     with serve_http() as server:          # uvicorn on 127.0.0.1, a free port, in a thread
         server.url                        # http://127.0.0.1:<port>/mcp
         server.headers                    # the headers of every tool call it received
 
-The server runs in a thread with its own asyncio loop, because uvicorn speaks asyncio and the
-tests run under trio; the tests reach it only over loopback HTTP, as iota would.
+    with serve_http(oauth=True) as server:
+        server.oauth                      # the authorization server: clients, tokens, requests
+
+    with serve_http(growing=True) as server:
+        # one more tool, `grow(name)`, which adds a tool called `name` and sends the client
+        # notifications/tools/list_changed
+
+The servers run in a thread with their own asyncio loop, because uvicorn speaks asyncio and the
+tests run under trio; the tests reach them only over loopback HTTP, as iota would.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,31 +30,129 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import uvicorn
+from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizationParams, AuthorizeError,
+                                      RefreshToken, construct_redirect_uri)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 PNG_BYTES = 12 * 1024
+
+
+@dataclass
+class OAuthServer:
+    """An authorization server that says yes to everyone: `/authorize` sends the browser straight
+    back with a code. It keeps what the tests look at: the clients registered, the tokens issued
+    and what became of them, each token request's grant type, the Authorization headers the MCP
+    endpoint was sent."""
+
+    access_seconds: int = 3600
+    clients: dict[str, OAuthClientInformationFull] = field(default_factory=dict)
+    codes: dict[str, AuthorizationCode] = field(default_factory=dict)
+    access: dict[str, AccessToken] = field(default_factory=dict)
+    refresh: dict[str, RefreshToken] = field(default_factory=dict)
+    grants: list[str] = field(default_factory=list)      # each token request's grant type
+    authorized: list[AuthorizationParams] = field(default_factory=list)
+    revoked: list[str] = field(default_factory=list)
+    presented: list[str] = field(default_factory=list)   # every bearer token the MCP endpoint was sent
+    refuse: bool = False                                  # /authorize says access_denied
+    registration: bool = True                             # dynamic client registration is offered
+
+    def expire_access_tokens(self) -> None:
+        """Every access token issued so far stops working, as if its time had run out."""
+        for token in self.access.values():
+            token.expires_at = int(time.time()) - 1
+
+    # The SDK's OAuthAuthorizationServerProvider protocol.
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.clients[client_info.client_id] = client_info
+
+    def add_client(self, client_id: str, secret: str | None, redirect_uri: str) -> None:
+        """A client registered by hand, as an operator does for a server that registers nobody."""
+        self.clients[client_id] = OAuthClientInformationFull(
+            client_id=client_id, client_secret=secret, redirect_uris=[redirect_uri],
+            token_endpoint_auth_method="client_secret_post" if secret else "none",
+            grant_types=["authorization_code", "refresh_token"])
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        self.authorized.append(params)
+        if self.refuse:
+            raise AuthorizeError(error="access_denied", error_description="the person said no")
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code, scopes=params.scopes or [], expires_at=time.time() + 300, client_id=client.client_id,
+            code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource)
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client, authorization_code: str) -> AuthorizationCode | None:
+        return self.codes.get(authorization_code)
+
+    async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode) -> OAuthToken:
+        del self.codes[authorization_code.code]
+        self.grants.append("authorization_code")
+        return self._issue(client.client_id, authorization_code.scopes)
+
+    async def load_refresh_token(self, client, refresh_token: str) -> RefreshToken | None:
+        return self.refresh.get(refresh_token)
+
+    async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
+        del self.refresh[refresh_token.token]  # rotated
+        self.grants.append("refresh_token")
+        return self._issue(client.client_id, scopes or refresh_token.scopes)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        self.presented.append(token)
+        found = self.access.get(token)
+        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        self.revoked.append(token.token)
+        self.access.pop(token.token, None)
+        self.refresh.pop(token.token, None)
+
+    def _issue(self, client_id: str, scopes: list[str]) -> OAuthToken:
+        access, refresh = f"access-{secrets.token_hex(8)}", f"refresh-{secrets.token_hex(8)}"
+        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
+                                          expires_at=int(time.time()) + self.access_seconds)
+        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
+        return OAuthToken(access_token=access, expires_in=self.access_seconds, refresh_token=refresh,
+                          scope=" ".join(scopes) or None)
 
 
 @dataclass
 class HttpServer:
     url: str = ""
     headers: list[dict[str, str]] = field(default_factory=list)
+    oauth: OAuthServer | None = None
+    app: MCPServer | None = None
 
 
 @contextmanager
-def serve_http() -> Iterator[HttpServer]:
-    served = HttpServer()
+def serve_http(*, oauth: bool = False, growing: bool = False) -> Iterator[HttpServer]:
+    served = HttpServer(oauth=OAuthServer() if oauth else None)
     servers: list[uvicorn.Server] = []
+    # The socket is bound first, so the app (an OAuth one names its own URLs) knows its port.
+    listener = socket.create_server(("127.0.0.1", 0))
+    base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    served.url = f"{base}/mcp"
 
     def run() -> None:
         # The app is built in the server's own thread: the SDK's anyio primitives bind to the
         # event loop in charge where they are made, and a trio test may be calling this.
-        config = uvicorn.Config(_echo_app(served).streamable_http_app(), host="127.0.0.1", port=0,
-                                log_level="warning", timeout_graceful_shutdown=1)
+        served.app = _echo_app(served, base, growing)
+        config = uvicorn.Config(served.app.streamable_http_app(), log_level="warning", timeout_graceful_shutdown=1)
         servers.append(uvicorn.Server(config))
-        servers[0].run()
+        servers[0].run(sockets=[listener])
 
     thread = threading.Thread(target=run, name="mcp-http-server", daemon=True)
     thread.start()
@@ -52,17 +161,23 @@ def serve_http() -> Iterator[HttpServer]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test MCP server did not start")
         time.sleep(0.01)
-    port = servers[0].servers[0].sockets[0].getsockname()[1]
-    served.url = f"http://127.0.0.1:{port}/mcp"
     try:
         yield served
     finally:
         servers[0].should_exit = True
         thread.join(timeout=10)
+        listener.close()
 
 
-def _echo_app(served: HttpServer) -> MCPServer:
-    app = MCPServer("echo", log_level="WARNING")
+def _echo_app(served: HttpServer, base: str, growing: bool) -> MCPServer:
+    auth = {}
+    if served.oauth is not None:
+        auth = {"auth_server_provider": served.oauth,
+                "auth": AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
+                                     client_registration_options=ClientRegistrationOptions(
+                                         enabled=served.oauth.registration),
+                                     revocation_options=RevocationOptions(enabled=True))}
+    app = MCPServer("echo", log_level="WARNING", **auth)
 
     @app.tool(description="Say the text back.")
     def echo(text: str, ctx: Context) -> str:
@@ -81,7 +196,20 @@ def _echo_app(served: HttpServer) -> MCPServer:
     def lines(count: int) -> str:
         return "\n".join(f"line {n}" for n in range(1, count + 1))
 
+    if growing:
+        @app.tool(description="Add a tool of this name (it says its name back) and tell the client the list changed.")
+        async def grow(name: str, ctx: Context) -> str:
+            app.add_tool(lambda: f"I am {name}", name=name, description=f"Say {name}.")
+            await ctx.session.send_tool_list_changed()
+            return f"added {name}"
+
     return app
+
+
+def follow_login(url: str) -> httpx.Response:
+    """What a person's browser does with the authorization URL: open it, and follow the
+    authorization server's redirect back to the loopback listener of `iota mcp login`."""
+    return httpx.get(url, follow_redirects=True, timeout=30)
 
 
 def child_pids() -> set[int]:

@@ -1,26 +1,149 @@
-"""`iota bots reindex <name>`: rebuild a bot's journal and search index from its session logs."""
+"""`iota bots`, `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
+<name>`: the bots, one in detail with its memory as a chat here would send it, removing one
+(iota.bots.roster), and rebuilding one's journal and search index from its logs (iota.bots.journal).
+
+    Bots:
+      coder     m · 3h ago · 42 msgs (12.3 KiB) · memory 3.2 KiB · running (pid 4242)
+      reviewer  m · not run yet
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from datetime import datetime
 from pathlib import Path
 
-from iota.errors import EXIT_OK
+from iota.errors import EXIT_OK, BotError
+from ui.commands.shared import load_config
 
 
-def add_bots_parser(commands) -> None:
-    bots = commands.add_parser("bots", help="what the bots keep")
-    actions = bots.add_subparsers(dest="bots_action", required=True)
+def add_bots_parser(commands: argparse._SubParsersAction) -> None:
+    bots = commands.add_parser("bots", help="list the bots, show one, or remove one")
+    bots.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
+    actions = bots.add_subparsers(dest="action")
+    show = actions.add_parser("show", help="a bot's files, memory layers and session")
+    show.add_argument("name")
+    remove = actions.add_parser("rm", help="remove a bot's directory and memory (asks first)")
+    remove.add_argument("name")
+    remove.add_argument("--sessions", action="store_true", help="delete its session too")
+    remove.add_argument("-y", "--yes", action="store_true", help="do not ask")
     reindex = actions.add_parser("reindex", help="rebuild a bot's journal and search index from its logs")
-    reindex.add_argument("name", help="the bot's name")
-    for parser in (bots, reindex):
-        parser.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    reindex.add_argument("name")
 
 
 def bots_command(args: argparse.Namespace) -> int:
+    from iota.bots import roster
+
+    if args.action == "reindex":  # works from the bot's directory and logs: no config needed
+        return reindex(args.name)
+    loaded = load_config(args)
+    if args.action == "rm":
+        print(roster.remove_bot(args.name, sessions=args.sessions, confirm=_yes if args.yes else _ask))
+    elif args.action == "show":
+        print(render_show(loaded, args.name, Path.cwd()))
+    else:
+        print(render_list(loaded))
+    return EXIT_OK
+
+
+def reindex(name: str) -> int:
     from iota.bots.journal import rebuild_journal
 
-    entries, records, seconds = rebuild_journal(args.name)
-    print(f"Rebuilt bot {args.name}'s journal from its logs: {entries} entries, {records} records indexed "
-          f"in {seconds:.1f} s")
+    entries, records, seconds = rebuild_journal(name)
+    print(f"Rebuilt bot {name}'s journal from its logs: {entries} entries, {records} records indexed in {seconds:.1f} s")
     return EXIT_OK
+
+
+def render_list(loaded) -> str:
+    from iota.bots import roster
+    from iota.sessions.bundle import relative_time
+
+    now = datetime.now().astimezone()
+    rows = []
+    for name in roster.bot_names(loaded):
+        bot = roster.summarize(loaded, name)
+        details = [bot.model or "(no model)"]
+        if bot.session is None:
+            details.append("not run yet")
+        else:
+            details += [relative_time(bot.last_activity, now), f"{bot.messages} msgs ({_bytes(bot.log_size)})"]
+        if bot.memory_size:
+            details.append(f"memory {_bytes(bot.memory_size)}")
+        if bot.running:
+            details.append(f"running (pid {bot.pid})" if bot.pid is not None else "running")
+        if not bot.configured:
+            details.append("not in the config")
+        if bot.problem:
+            details.append(f"⚠ {bot.problem}")
+        rows.append((name, " · ".join(details)))
+    if not rows:
+        return "No bots (a bot is an agents: entry with mode: bot)."
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(["Bots:", *(f"  {name.ljust(width)}  {details}" for name, details in rows)])
+
+
+def render_show(loaded, name: str, cwd: Path) -> str:
+    from iota import paths
+    from iota.bots import roster
+    from iota.bots.bot import bot_memory
+    from iota.config.inheritance import inherited_bots
+    from iota.memory.report import describe
+
+    if name not in roster.bot_names(loaded):
+        raise BotError(f'unknown bot "{name}" (bots: {", ".join(roster.bot_names(loaded)) or "none"})')
+    bot = roster.summarize(loaded, name)
+    agent = loaded.agents.get(name)
+    if bot.configured:
+        config = f"mode: bot · model {bot.model or '(none)'}"
+        inherits = inherited_bots(loaded.agents, name)
+        if inherits:
+            config += f" · inherits {', '.join(inherits)}"
+    else:
+        config = "not in the config" + (f" (agents.{name} is mode: {agent.mode})" if agent is not None else "")
+    if bot.session is None:
+        session = "none yet"
+    else:
+        when = _local_time(bot.last_activity)
+        session = f"{bot.session} · {bot.messages} msgs ({_bytes(bot.log_size)}) · last activity {when}"
+    running = (f"pid {bot.pid}" if bot.pid is not None else "yes") if bot.running else "no"
+    rows = [("config", config), ("directory", str(bot.directory)), ("session", session), ("running", running),
+            ("files", ", ".join(roster.bot_files(bot.directory)) or "(none)")]
+    if bot.problem:
+        rows.append(("problem", bot.problem))
+    lines = [f"Bot {name}", *(f"  {label.ljust(9)}  {value}" for label, value in rows)]
+    project = paths.project_root(cwd)
+    memory = bot_memory(name, loaded, project)
+    warnings = memory.refresh()
+    lines.append(f"Memory in {project}:")
+    lines += [f"  {line}" for line in describe(memory).splitlines()]
+    lines += [f"  ⚠ {warning}" for warning in warnings]
+    return "\n".join(lines)
+
+
+def _ask(question: str) -> bool:
+    print(f"{question} [y/N] ", end="", flush=True)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _yes(question: str) -> bool:
+    return True
+
+
+def _bytes(size: int) -> str:
+    """`512 B`, `3.2 KiB`, `1.4 MiB`."""
+    from iota.memory.lines import kib
+
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{kib(size)} KiB"
+    return f"{kib(size // 1024)} MiB"
+
+
+def _local_time(stamp: str) -> str:
+    try:
+        return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return "unknown"

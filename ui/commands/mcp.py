@@ -5,11 +5,13 @@
     iota mcp list                                            the servers a run would see
     iota mcp get <name>                                      one server, every key
     iota mcp remove <name>
+    iota mcp login <name>                                    OAuth in the browser (iota.mcp.login)
+    iota mcp logout <name>                                   forget the server's tokens
 
 `add` and `remove` change the user config file (or the file given with -c), and only its
-`mcp_servers:` block (iota.mcp.config_file). `list` and `get` read what a run would load: the
-user file with the project file over it, or the -c file alone. The changes apply from the next
-chat. Everything heavy is imported inside the command that runs.
+`mcp_servers:` block (iota.mcp.config_file). `list`, `get` and `login` read what a run would
+load: the user file with the project file over it, or the -c file alone. The changes apply from
+the next chat. Everything heavy is imported inside the command that runs.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from iota.errors import EXIT_OK, ConfigError
 
 
 def add_mcp_parser(commands: argparse._SubParsersAction) -> None:
-    mcp = commands.add_parser("mcp", help="add, list, show or remove MCP servers")
-    actions = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{add,list,get,remove}")
+    mcp = commands.add_parser("mcp", help="add, list, show or remove MCP servers; log in to one with OAuth")
+    actions = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{add,list,get,remove,login,logout}")
     add = actions.add_parser("add", help="add a server: NAME -- COMMAND… or NAME --url URL",
                              usage="iota mcp add NAME -- COMMAND [ARG…] | iota mcp add NAME --url URL")
     add.add_argument("name")
@@ -39,7 +41,11 @@ def add_mcp_parser(commands: argparse._SubParsersAction) -> None:
     get.add_argument("name")
     remove = actions.add_parser("remove", help="remove a server")
     remove.add_argument("name")
-    for action in (actions.choices["list"], get, remove):
+    login = actions.add_parser("login", help="log in to an HTTP server with OAuth (opens the browser)")
+    login.add_argument("name")
+    logout = actions.add_parser("logout", help="forget an HTTP server's OAuth tokens")
+    logout.add_argument("name")
+    for action in (actions.choices["list"], get, remove, login, logout):
         action.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
 
 
@@ -75,6 +81,9 @@ def mcp_command(args: argparse.Namespace) -> int:
         return _remove(args)
     from ui.commands.shared import load_config
 
+    if args.mcp_command in ("login", "logout"):
+        return _login(args, load_config(args))
+
     loaded = load_config(args)
     print(render_list(loaded) if args.mcp_command == "list" else render_server(loaded, args.name))
     return EXIT_OK
@@ -104,6 +113,27 @@ def _remove(args: argparse.Namespace) -> int:
     path = Path(args.config) if args.config is not None else paths.user_config_path()
     remove_server(path, args.name)
     print(f"Removed MCP server {args.name} from {path}")
+    return EXIT_OK
+
+
+def _login(args: argparse.Namespace, loaded) -> int:
+    import trio
+
+    from iota.mcp import login
+    from iota.mcp.servers import expanded
+
+    server = loaded.mcp_servers.get(args.name)
+    cwd = Path.cwd()
+    if args.mcp_command == "logout":
+        # The tokens can be forgotten after the entry is gone; its client secret, if any, helps
+        # the authorization server revoke them.
+        print(trio.run(login.logout, args.name, expanded(server, cwd) if server else None))
+        return EXIT_OK
+    if server is None:
+        configured = ", ".join(loaded.mcp_servers) or "none"
+        raise ConfigError(f'unknown MCP server "{args.name}" (configured: {configured})')
+    outcome = trio.run(login.login, server, cwd, lambda line: print(line, flush=True))
+    print(login.logged_in_line(args.name, outcome))
     return EXIT_OK
 
 
@@ -154,6 +184,9 @@ def render_list(loaded) -> str:
 
 
 def render_server(loaded, name: str) -> str:
+    from iota.mcp.auth import auth_mode, login_state
+    from iota.mcp.servers import expanded
+
     server = loaded.mcp_servers.get(name)
     if server is None:
         configured = ", ".join(loaded.mcp_servers) or "none"
@@ -170,6 +203,13 @@ def render_server(loaded, name: str) -> str:
     for key in ("auth", "client_id", "redirect_port", "defer"):
         if getattr(server, key) is not None:
             rows.append((key, str(getattr(server, key))))
+    if server.url and auth_mode(server) != "none":
+        try:
+            state = login_state(expanded(server, Path.cwd()))
+        except ConfigError:  # a variable the URL names is unset: no login can be for it
+            state = "not logged in"
+        if state != "not logged in" or auth_mode(server) == "oauth":  # said when it matters
+            rows.append(("login", state))
     rows.append(("from", str(loaded.sources.get(f"mcp_servers.{name}", "?"))))
     width = max(len(key) for key, _ in rows)
     return "\n".join([name, *(f"  {key.ljust(width)}  {value}" for key, value in rows)])

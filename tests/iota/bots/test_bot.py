@@ -101,7 +101,7 @@ def test_a_bot_that_meets_every_requirement_passes():
     ({"context_window": 31_999}, {"context_window": 200_000},
      'bot "coder" needs a context window of at least 32k, this one is 32k (context_window: in its config)'),
     ({}, {"context_window": 16_000},
-     'bot "coder" needs a context window of at least 32k, this one is 16k (context_window: of model m)'),
+     'bot "coder" needs a context window of at least 32k, this one is 16k (context_window: in its config)'),
     ({}, {"reports_usage": False}, 'bot "coder" needs a chat model that reports token usage and supports tools'),
     ({}, {"supports_tools": False}, 'bot "coder" needs a chat model that reports token usage and supports tools'),
     ({"no_save": True}, {}, "agents.coder: no_save contradicts mode: bot"),

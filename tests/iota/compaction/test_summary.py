@@ -91,14 +91,19 @@ def test_a_snooze_raises_the_threshold_to_5_percent_of_the_window_above_where_it
 # -- the local count and the meter ---------------------------------------------------------------------
 
 
-def test_the_local_count_is_a_quarter_of_the_bytes_of_each_piece_plus_4_per_message():
-    assert estimate_messages([user("a" * 40)]) == 10 + 4
-    assert estimate_messages([user("你好世界")]) == 12 // 4 + 4  # bytes, not characters
+def words(n: int) -> str:
+    """`n` tokens of o200k_base: "word word …" (bytes/4 would make it 1.25 n)."""
+    return " ".join(["word"] * n)
+
+
+def test_the_local_count_is_the_o200k_count_of_each_piece_plus_4_per_message():
+    assert estimate_messages([user(words(40))]) == 40 + 4
+    assert estimate_messages([user("你好世界")]) == 2 + 4
     reasoning = Message("assistant", "x" * 8, reasoning="y" * 12)
-    assert estimate_messages([reasoning]) == 2 + 3 + 4
+    assert estimate_messages([reasoning]) == 1 + 3 + 4
     call = assistant(calls=[ToolCall("c1", "read_file", {"path": "src/app/main.py", "limit": 1000})])
-    # name 9 bytes → 2; "path" → 1, "src/app/main.py" → 3; "limit" → 1, "1000" → 1
-    assert estimate_messages([call]) == 4 + 2 + 1 + 3 + 1 + 1
+    # "read_file" → 2; "path" → 1, "src/app/main.py" → 4; "limit" → 1, "1000" → 2
+    assert estimate_messages([call]) == 4 + 2 + 1 + 4 + 1 + 2
     assert estimate_messages([]) == 0
 
 
@@ -113,7 +118,7 @@ def test_the_meter_is_the_last_usage_plus_an_estimate_of_what_was_added_since():
     meter.settle(Usage(input=90_000, output=6_000))
     assert meter.used == 96_000 and not meter.estimated
     assert meter.status() == "96k / 128k (75%)"
-    meter.add([user("a" * 4000)])
+    meter.add([user(words(1000))])
     assert meter.used == 96_000 + 1004 and meter.estimated
     assert meter.status() == "≈97k / 128k (75%)"
     meter.settle(Usage(input=97_500, output=500, total=98_200))
@@ -123,7 +128,7 @@ def test_the_meter_is_the_last_usage_plus_an_estimate_of_what_was_added_since():
 def test_a_response_without_usage_folds_the_estimate_into_a_local_figure():
     meter = Meter(128_000)
     meter.settle(Usage(input=1000))
-    meter.add([user("a" * 400)])
+    meter.add([user(words(100))])
     meter.settle(None)
     assert meter.used == 1104 and meter.pending == 0 and meter.estimated
     meter.settle(Usage())
@@ -134,13 +139,13 @@ def test_reaches_counts_the_message_about_to_be_sent():
     meter = Meter(128_000)
     meter.settle(Usage(input=95_990))
     assert not meter.reaches(96_000)
-    assert meter.reaches(96_000, adding=[user("a" * 40)])
+    assert meter.reaches(96_000, adding=[user(words(10))])
     assert meter.used == 95_990  # asking added nothing
 
 
 def test_a_resumed_meter_starts_from_the_last_usage_plus_what_came_after_it():
-    view = [system(), user("hi"), assistant("hello", usage=Usage(5_000, 100)), user("a" * 400), Message(
-        "tool", "b" * 40, tool_call_id="c1")]
+    view = [system(), user("hi"), assistant("hello", usage=Usage(5_000, 100)), user(words(100)), Message(
+        "tool", words(10), tool_call_id="c1")]
     meter = Meter(128_000)
     meter.seed(view, Usage(5_000, 100))
     assert meter.settled == 5_100 and meter.pending == (100 + 4) + (10 + 4) and meter.estimated
@@ -149,12 +154,12 @@ def test_a_resumed_meter_starts_from_the_last_usage_plus_what_came_after_it():
 
 
 def test_a_resumed_meter_without_a_usage_counts_everything_plus_the_overhead():
-    view = [system("s" * 400), user("a" * 40)]
+    view = [system(words(100)), user(words(10))]
     meter = Meter(64_000)
     meter.seed(view, None, overhead=2_000)
     assert meter.used == (100 + 4) + (10 + 4) + 2_000 and meter.estimated
     meter.settle(Usage(input=10))
-    meter.reseed([user("a" * 40)], overhead=6)
+    meter.reseed([user(words(10))], overhead=6)
     assert meter.used == 20 and meter.estimated
 
 

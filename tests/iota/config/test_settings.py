@@ -86,9 +86,10 @@ def test_explicit_file_missing(project, tmp_path):
     (BASE + "  coder: {model: gpt, mode: bot, journal: later}\n", 'agents.coder.journal: want true or false, got "later"'),
     (BASE + "  coder: {model: gpt, tools: {shell: {auto_run: 1}}}\n",
      "agents.coder.tools.shell.auto_run: want true or false, got 1"),
-    ("providers:\n  g: {type: gemini}\n",
-     'providers.g.type: unknown provider type "gemini" (supported: anthropic, openai, bedrock, vertex)'),
-    ("providers:\n  aws: {type: bedrock, key: k}\n", "providers.aws.key: key is for anthropic and openai providers, not bedrock"),
+    ("providers:\n  g: {type: palm}\n",
+     'providers.g.type: unknown provider type "palm" (supported: anthropic, openai, openresponses, gemini, bedrock, vertex)'),
+    ("providers:\n  aws: {type: bedrock, key: k}\n",
+     "providers.aws.key: key is for anthropic, openai, openresponses and gemini providers, not bedrock"),
     ("providers:\n  oa: {type: openai, region: us-east-1}\n",
      "providers.oa.region: region is for bedrock and vertex providers, not openai"),
     ("providers:\n  aws: {type: bedrock, project_id: p}\n", "providers.aws.project_id: project_id is for vertex providers, not bedrock"),
@@ -202,6 +203,18 @@ def test_api_key_environment_wins_then_config_then_error(fake_home, project, mon
     with pytest.raises(MissingAPIKey, match=re.escape(
             "API key is required: set ANTHROPIC_API_KEY or providers.an.key in your config")):
         settings.api_key(loaded.providers["an"], project)
+
+
+def test_openresponses_takes_the_openai_key_and_gemini_the_google_key(fake_home, project, monkeypatch):
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    _, loaded = load_user(fake_home, project, "providers:\n  resp: {type: openresponses}\n  gem: {type: gemini}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    assert settings.api_key(loaded.providers["resp"], project) == "sk-openai"
+    with pytest.raises(MissingAPIKey, match=re.escape(
+            "API key is required: set GOOGLE_API_KEY or providers.gem.key in your config")):
+        settings.api_key(loaded.providers["gem"], project)
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+    assert settings.api_key(loaded.providers["gem"], project) == "g-key"
 
 
 def test_bedrock_and_vertex_take_a_region_and_a_project_and_need_no_key(fake_home, project):

@@ -60,6 +60,7 @@ async def until(condition) -> None:
 
 def test_importing_the_mcp_modules_does_not_import_the_sdk():
     code = ("import sys, iota.chat, iota.mcp.hub, iota.mcp.tool, iota.mcp.servers, iota.mcp.config_file, "
+            "iota.mcp.auth, iota.mcp.connection, iota.mcp.login, "
             "ui.commands.mcp, ui.cli; print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[3])
@@ -323,3 +324,35 @@ async def test_an_http_server_that_goes_away_is_reported_and_its_tools_leave(tmp
             assert toolbox.get("mcp__gone__echo") is None
     assert events[-1][1] is True and events[-1][0].startswith("MCP server gone exited: ")
     assert events[-1][0].endswith("; its tools were removed")
+
+
+async def test_a_server_that_changes_its_tools_has_them_read_again(tmp_path):
+    toolbox, events = Toolbox(), Events()
+    with serve_http(growing=True) as server:
+        async with open_mcp([McpServerConfig(name="echo", url=server.url)], tmp_path, toolbox, events) as hub:
+            await settled(hub)
+            assert toolbox.get("mcp__echo__hello") is None
+            added = await toolbox.call("mcp__echo__grow", {"name": "hello"})
+            assert added.content == "added hello"
+            await until(lambda: toolbox.get("mcp__echo__hello") is not None)
+            assert (await toolbox.call("mcp__echo__hello", {})).content == "I am hello"
+            assert hub.statuses()[0].summary() == "ready · 6 tools"
+    assert events[-1] == ("MCP server echo tools changed: 6 tools", False)
+
+
+async def test_an_http_server_that_dies_is_noticed_by_the_keep_alive_ping_without_a_call(tmp_path, monkeypatch):
+    monkeypatch.setattr(mcp_hub, "PING_SECONDS", 0.2)
+    monkeypatch.setattr(mcp_hub, "PING_TIMEOUT_SECONDS", 2)
+    toolbox, events = Toolbox(), Events()
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(serve_http())
+        async with open_mcp([McpServerConfig(name="gone", url=server.url)], tmp_path, toolbox, events) as hub:
+            await settled(hub)
+            await trio.sleep(0.5)  # a server that answers its pings stays
+            assert hub.statuses()[0].state == "ready"
+            await trio.to_thread.run_sync(stack.close)  # the server stops; nobody calls it
+            await until(lambda: hub.statuses()[0].state == "exited")
+            assert toolbox.get("mcp__gone__echo") is None
+            assert hub.statuses()[0].reason.startswith("no answer to a keep-alive ping")
+    assert events[-1][1] is True
+    assert events[-1][0].startswith("MCP server gone exited: no answer to a keep-alive ping")

@@ -12,7 +12,7 @@ from iota.providers import _http, _streaming, make_provider
 from tests.support.cloud_credentials import UNSET, cloud_environment
 from tests.support.fake_model import FakeModel, fake_model  # noqa: F401  (the fixture)
 
-DIALECTS = ["anthropic", "openai", "bedrock", "vertex"]
+DIALECTS = ["anthropic", "openai", "openresponses", "gemini", "bedrock", "vertex"]
 REGIONS = {"bedrock": "us-east-1", "vertex": "us-east5"}
 PROJECT = "fake-project"
 
@@ -26,7 +26,7 @@ def no_retry_pauses(monkeypatch):
 
 
 def url_for(model: FakeModel, dialect: str) -> str:
-    return {"openai": model.openai_url, "vertex": model.url + "/v1"}.get(dialect, model.url)
+    return {"openai": model.openai_url, "openresponses": model.openai_url, "vertex": model.url + "/v1"}.get(dialect, model.url)
 
 
 def fake_provider(dialect: str, url: str, **options):

@@ -79,3 +79,87 @@ def test_a_dropped_connection_is_an_incomplete_chunked_body(fake_model):
     with pytest.raises(httpx.RemoteProtocolError):
         httpx.post(fake_model.url + "/v1/messages", json={})
     assert fake_model.requests[0].wait_done() and not fake_model.requests[0].disconnected
+
+
+def test_the_responses_dialect_is_named_events_in_the_documented_order(fake_model):
+    fake_model.reply("Hi there", pieces=2, tool_calls=[tool_call("read", {"path": "a"}, id="call_x")], fragments=2,
+                     input_tokens=70, cache_read_tokens=20, output_tokens=9)
+
+    response = httpx.post(fake_model.openai_url + "/responses", json={"model": "m", "input": []})
+
+    events = sse_events(response.text)
+    assert [name for name, _ in events] == [
+        "response.created", "response.in_progress",
+        "response.output_item.added", "response.content_part.added", "response.output_text.delta",
+        "response.output_text.delta", "response.output_text.done", "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+        "response.function_call_arguments.done", "response.output_item.done",
+        "response.completed",
+    ]
+    data = [json.loads(raw) for _, raw in events]
+    assert [d["type"] for d in data] == [name for name, _ in events]
+    assert [d["sequence_number"] for d in data] == list(range(len(data)))
+    call = data[9]["item"]
+    assert (call["type"], call["call_id"], call["name"], call["arguments"]) == ("function_call", "call_x", "read", "")
+    assert {d["item_id"] for d in data[10:12]} == {call["id"]}
+    assert "".join(d["delta"] for d in data[10:12]) == '{"path": "a"}' == data[13]["item"]["arguments"]
+    assert data[14]["response"]["usage"] == {"input_tokens": 90, "input_tokens_details": {"cached_tokens": 20},
+                                             "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0},
+                                             "total_tokens": 99}
+
+
+def test_the_gemini_dialect_is_data_chunks_ending_with_a_finish_reason(fake_model):
+    fake_model.reply("Hi there", pieces=2, tool_calls=[tool_call("read", {"path": "a"}), tool_call("ls")],
+                     input_tokens=70, cache_read_tokens=20, output_tokens=9, stop_reason="max_tokens")
+
+    response = httpx.post(fake_model.url + "/v1beta/models/m:streamGenerateContent?alt=sse", json={"contents": []})
+
+    assert response.headers["content-type"] == "text/event-stream"
+    chunks = [json.loads(data) for name, data in sse_events(response.text.replace("\r\n", "\n"))]
+    parts = [chunk["candidates"][0]["content"]["parts"] for chunk in chunks]
+    assert parts[:2] == [[{"text": "Hi t"}], [{"text": "here"}]]
+    assert parts[2][0]["functionCall"] == {"name": "read", "args": {"path": "a"}} and parts[2][0]["thoughtSignature"]
+    assert parts[3] == [{"functionCall": {"name": "ls", "args": {}}}]  # only a reply's first call is signed
+    assert [c["candidates"][0].get("finishReason") for c in chunks] == [None, None, None, None, "MAX_TOKENS"]
+    assert {k: v for k, v in chunks[-1]["usageMetadata"].items() if k != "promptTokensDetails"} == {
+        "promptTokenCount": 90, "candidatesTokenCount": 9, "totalTokenCount": 99, "cachedContentTokenCount": 20}
+
+
+def test_a_gemini_failure_is_googles_error_shape(fake_model):
+    fake_model.fail(429, retry_after_ms=250)
+    fake_model.context_too_long()
+
+    throttled = httpx.post(fake_model.url + "/v1beta/models/m:streamGenerateContent?alt=sse", json={})
+    too_long = httpx.post(fake_model.url + "/v1beta/models/m:streamGenerateContent?alt=sse", json={})
+
+    assert throttled.status_code == 429 and throttled.headers["retry-after-ms"] == "250"
+    assert throttled.json() == {"error": {"code": 429, "message": "fake model: scripted HTTP 429",
+                                          "status": "RESOURCE_EXHAUSTED"}}
+    assert too_long.status_code == 400 and too_long.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("path, body, status, message", [
+    ("/v1/responses", {"input": [{"role": "user", "content": "hi"},
+                                 {"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"}]},
+     None, "No tool output found for function call call_1."),
+    ("/v1/responses", {"input": [{"type": "function_call_output", "call_id": "call_9", "output": "x"}]},
+     None, "No tool call found for function call output with call_id call_9."),
+    ("/v1beta/models/m:streamGenerateContent?alt=sse",
+     {"contents": [{"role": "user", "parts": [{"text": "hi"}]},
+                   {"role": "model", "parts": [{"functionCall": {"name": "a"}}, {"functionCall": {"name": "b"}}]},
+                   {"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {}}}]}]},
+     "INVALID_ARGUMENT", "Please ensure that the number of function response parts is equal to the number of "
+                         "function call parts of the function call turn."),
+    ("/v1beta/models/m:streamGenerateContent?alt=sse", {"contents": [{"role": "user", "parts": [{"text": ""}]}]},
+     "INVALID_ARGUMENT", "* GenerateContentRequest.contents[0].parts: contents.parts must not be empty, and each "
+                         "part must have one initialized field of data"),
+], ids=["responses-unanswered", "responses-stray-output", "gemini-responses-missing", "gemini-empty-part"])
+def test_a_conversation_the_real_api_refuses_is_refused_in_its_words(path, body, status, message):
+    with FakeModel() as model:
+        model.reply("never sent")
+        response = httpx.post(model.url + path, json=body)
+
+        error = response.json()["error"]
+        assert (response.status_code, error["message"], error.get("status")) == (400, message, status)
+        assert model.pending == 1 and [why for _, why in model.rejected] == [message]

@@ -59,9 +59,9 @@ async def test_usage_figures_come_back(fake_model, open_provider, dialect):
 
     reply = await open_provider().stream(hello(), lambda text: None)
 
-    if dialect != "openai":
+    if dialect in ("anthropic", "bedrock", "vertex"):
         assert reply.usage == Usage(input=1200, output=34, cache_read=800, cache_write=100)
-    else:  # prompt_tokens (2100) counts cached tokens (800); cache writes are not reported apart
+    else:  # the prompt's count (2100) counts cached tokens (800); cache writes are not reported apart
         assert reply.usage == Usage(input=1300, output=34, cache_read=800, total=2134)
     assert reply.usage.context == 2134
 
@@ -87,7 +87,7 @@ async def test_retryable_http_statuses_are_retried_then_the_reply_streams(fake_m
     assert len(fake_model.requests) == len(statuses) + 1
 
 
-async def test_retries_of_an_http_status_are_bounded(fake_model, open_provider):
+async def test_retries_of_an_http_status_are_bounded(fake_model, open_provider, dialect):
     for _ in range(3):
         fake_model.fail(529, message="Overloaded")
 
@@ -95,7 +95,8 @@ async def test_retries_of_an_http_status_are_bounded(fake_model, open_provider):
         await open_provider().stream(hello(), lambda text: None)
 
     assert caught.value.status == 529
-    assert str(caught.value) == "fake: HTTP 529 overloaded_error: Overloaded"
+    kind = "UNAVAILABLE" if dialect == "gemini" else "overloaded_error"  # Google names its errors by status
+    assert str(caught.value) == f"fake: HTTP 529 {kind}: Overloaded"
     assert len(fake_model.requests) == 3
 
 
@@ -107,10 +108,13 @@ async def test_a_bad_key_is_rejected_at_once_with_what_to_check(fake_model, open
 
     hint = {"anthropic": "check ANTHROPIC_API_KEY or providers.fake.key",
             "openai": "check OPENAI_API_KEY or providers.fake.key",
+            "openresponses": "check OPENAI_API_KEY or providers.fake.key",
+            "gemini": "check GOOGLE_API_KEY or providers.fake.key",
             "bedrock": "check the AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
             "vertex": "check the Google credentials: gcloud auth application-default login, "
                       "or GOOGLE_APPLICATION_CREDENTIALS"}[dialect]
-    assert str(caught.value) == f"fake: HTTP 401 authentication_error: invalid x-api-key ({hint})"
+    kind = "UNAUTHENTICATED" if dialect == "gemini" else "authentication_error"
+    assert str(caught.value) == f"fake: HTTP 401 {kind}: invalid x-api-key ({hint})"
     assert len(fake_model.requests) == 1
 
 
@@ -131,8 +135,9 @@ async def test_a_broken_stream_before_any_text_is_retried(fake_model, open_provi
     assert len(fake_model.requests) == 2
 
 
-async def test_a_stream_broken_in_its_tool_calls_is_retried_since_nothing_was_shown(fake_model, open_provider):
-    fake_model.reply(tool_calls=[tool_call("read", {"path": "a"})], fragments=4, drop_after=2)
+async def test_a_stream_broken_in_its_tool_calls_is_retried_since_nothing_was_shown(fake_model, open_provider, dialect):
+    # Halfway through the call's arguments; Gemini sends a call whole, so right after it.
+    fake_model.reply(tool_calls=[tool_call("read", {"path": "a"})], fragments=4, drop_after=1 if dialect == "gemini" else 2)
     fake_model.reply(tool_calls=[tool_call("read", {"path": "b"})])
 
     reply = await open_provider().stream(hello(), lambda text: None)
@@ -202,7 +207,8 @@ async def test_a_slow_drip_is_not_a_stall(fake_model, open_provider):
 
 
 @pytest.mark.parametrize("dialect, style", [("anthropic", None), ("openai", None), ("openai", "llama.cpp"),
-                                            ("bedrock", None), ("vertex", None)])
+                                            ("openresponses", None), ("gemini", None), ("bedrock", None),
+                                            ("vertex", None)])
 async def test_a_context_too_long_is_its_own_error_and_not_retried(fake_model, open_provider, style):
     fake_model.context_too_long(style=style)
 
@@ -253,7 +259,7 @@ async def test_an_unreachable_server_is_a_provider_error(dialect, cloud_credenti
     with trio.socket.socket() as sock:  # a port that was free a moment ago and refuses now
         await sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}" + ("/v1" if dialect == "openai" else "")
+    url = f"http://127.0.0.1:{port}" + ("/v1" if dialect in ("openai", "openresponses") else "")
     provider = fake_provider(dialect, url, connect_seconds=1.0)
 
     with pytest.raises(ProviderError, match=f"^fake: cannot reach http://127.0.0.1:{port}"):

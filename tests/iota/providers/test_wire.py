@@ -9,10 +9,12 @@ import random
 import pytest
 
 from iota.messages import Message, ToolCall
-from iota.providers import anthropic, openai
+from iota.providers import anthropic, gemini, openai, openresponses
 from iota.providers._wire import WireHistory
+from tests.support import fake_dialects
 
-DIALECTS = {"anthropic": anthropic.wire_messages, "openai": openai.wire_messages}
+DIALECTS = {"anthropic": anthropic.wire_messages, "openai": openai.wire_messages,
+            "openresponses": openresponses.wire_items, "gemini": gemini.wire_contents}
 
 
 def fresh(convert, messages: list[Message]) -> list:
@@ -106,3 +108,28 @@ def test_a_replaced_message_or_a_compaction_is_converted_again(dialect):
     assert kept(history, compacted) == fresh(convert, compacted)
     # and back to a conversation that shares only a prefix of the one before
     assert kept(history, messages[:100]) == fresh(convert, messages[:100])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_last_message_of_several_wire_items_is_built_again_not_kept_twice(dialect):
+    # The Responses API makes an item of the text and one of each call: none of them is closed
+    # while their message is the last.
+    convert = DIALECTS[dialect]
+    history = WireHistory(convert)
+    calls = [ToolCall("call_1", "read", {"path": "a"}), ToolCall("call_2", "ls", {})]
+    messages = [Message("user", "look"), Message("assistant", "Looking.", tool_calls=calls)]
+    assert kept(history, messages) == fresh(convert, messages)
+
+    messages = messages + [Message("tool", "a", tool_call_id="call_1"), Message("tool", ".", tool_call_id="call_2")]
+    assert kept(history, messages) == fresh(convert, messages)
+
+
+@pytest.mark.parametrize("dialect, key", [("openresponses", "input"), ("gemini", "contents")])
+def test_any_conversation_is_one_the_api_accepts(dialect, key):
+    # Notices between calls and results, runs of one role, empty messages: what the real API
+    # refuses, the fake server refuses too (tests.support.fake_dialects).
+    rng = random.Random(7)
+    for _ in range(200):
+        messages = [Message("user", "start"), *random_turns(rng, rng.randint(1, 12))]
+        body = {key: fresh(DIALECTS[dialect], messages)}
+        assert fake_dialects.conversation_error(dialect, body) is None, (messages, body)

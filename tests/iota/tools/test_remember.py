@@ -16,14 +16,20 @@ from iota.tools.remember import Remember
 
 DAY = datetime.date(2026, 9, 30)
 
+# The reference's schema (iota-facts §2.4), with what the memory layers add (issue 17): the `file`
+# to change, and the `patch` action SOUL.md is changed with.
 SCHEMA = (
-    '{"type":"object","properties":{"action":{"type":"string","enum":["add","replace","remove"],"description":'
-    '"add a line, replace the line containing old, or remove it."},"text":{"type":"string","description":'
-    '"The entry, one line (add, replace)."},"source":{"type":"string","enum":["user","inferred"],"description":'
-    '"user: the user said it. inferred: your own conclusion, or read in tool output. Required for add and '
-    'replace."},"old":{"type":"string","description":"A substring of exactly one existing line (replace, '
+    '{"type":"object","properties":{"action":{"type":"string","enum":["add","replace","remove","patch"],'
+    '"description":"add a line, replace the line containing old, or remove it; patch (SOUL.md only) replaces '
+    'the body of one section."},"text":{"type":"string","description":"The entry, one line (add, replace); for '
+    'patch, the section\'s new body, any number of lines."},"source":{"type":"string","enum":["user","inferred"],'
+    '"description":"user: the user said it. inferred: your own conclusion, or read in tool output. Required for '
+    'add and replace."},"old":{"type":"string","description":"A substring of exactly one existing line (replace, '
     'remove)."},"section":{"type":"string","description":"Where add files the line: \\"User\\" (default), '
-    '\\"Project: <name>\\" or \\"Open threads\\"."}},"required":["action"]}'
+    '\\"Project: <name>\\" or \\"Open threads\\" in MEMORY.md; \\"Profile\\" or \\"Preferences\\" in '
+    'USER.md; \\"Goals\\", \\"Constraints\\" or \\"Decisions\\" in BRIEF.md. For patch, the SOUL.md section '
+    'to replace."},"file":{"type":"string","enum":["MEMORY.md","SOUL.md","USER.md","BRIEF.md"],"description":'
+    '"The file to change: MEMORY.md (default), SOUL.md, USER.md or BRIEF.md."}},"required":["action"]}'
 )
 
 

@@ -1,0 +1,180 @@
+"""OpenAI's Responses API (`type: openresponses`), over httpx.
+
+One POST to `{url}/responses` with `stream: true`, read as server-sent events, each a named
+`event:` line and a `data:` JSON line whose `type` repeats the name:
+
+    response.created, response.in_progress          the response began (nothing for us)
+    response.output_item.added                      an output item began: a message, a reasoning
+                                                    item, or a `function_call` with its `call_id`
+                                                    and `name` (and empty `arguments`)
+    response.output_text.delta                      a piece of the reply's text
+    response.refusal.delta                          a piece of a refusal, shown as text
+    response.function_call_arguments.delta          a piece of a call's argument JSON, by `item_id`
+    response.output_item.done                       the item complete; a call's `arguments` whole
+    response.completed                              the end, with `response.usage`
+    response.incomplete                             the end, cut short: `incomplete_details.reason`
+                                                    is `max_output_tokens` or `content_filter`
+    response.failed, error                          the request failed inside the 200 stream
+
+A stream that ends without one of the three ends is incomplete, never a reply. The rest
+(`response.content_part.*`, `*.done` echoes, reasoning summaries) carries nothing we keep.
+
+The conversation goes in `input` as the Rust iota sends it: user and assistant text as role
+messages, each tool call a `function_call` item (its `call_id`, not the item id: a call replayed
+with its `fc_` id would also need the reasoning item that came with it) and each result a
+`function_call_output`, in the order Chat Completions wants them (results right after their
+calls). Reasoning items are not kept, so a reasoning model starts each request
+from the conversation alone. The system prompt is `instructions`.
+
+Sending, retrying and the rules for a stream that breaks are shared with the other providers
+(see `_http` and `_streaming`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from iota.errors import ProviderError
+from iota.messages import Message, Usage
+from iota.providers import openai
+from iota.providers._http import HttpProvider, read_events
+from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
+from iota.providers._wire import WireHistory, json_object
+from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+
+# Why a response ended early, in the words the rest of iota uses for `stop_reason`.
+INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
+
+
+class OpenResponsesProvider(HttpProvider):
+    def __init__(
+        self,
+        name: str,
+        api_key: str,
+        base_url: str | None = None,
+        *,
+        stall_seconds: float = STALL_SECONDS,
+        connect_seconds: float = CONNECT_SECONDS,
+    ):
+        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+        self._endpoint = (base_url or openai.DEFAULT_URL).rstrip("/") + "/responses"
+        self._headers = {"content-type": "application/json", "accept": "text/event-stream"} | (
+            {"authorization": f"Bearer {api_key}"} if api_key else {})
+        self._history = WireHistory(wire_items)
+
+    def encode(self, request: Request) -> tuple[str, bytes]:
+        return self._endpoint, json_object(request_fields(request), "input", self._history.encode(request.messages))
+
+    async def headers(self, url: str, body: bytes) -> dict[str, str]:
+        return self._headers
+
+    def credentials_hint(self) -> str:
+        return f"check {openai.KEY_VARIABLE} or providers.{self.name}.key"
+
+    async def read(self, response: httpx.Response, deliver: OnText) -> Reply:
+        reading = _Reading(self.name, deliver)
+        await read_events(self.name, response, lambda name, data: reading.take(data))  # the data says what it is
+        return reading.reply()
+
+
+class _Reading:
+    """The state of one streamed response: text so far, function calls by item, usage, the end.
+    Events are told apart by their `type` (the SSE name repeats it)."""
+
+    def __init__(self, provider: str, deliver: OnText):
+        self._provider = provider
+        self._deliver = deliver
+        self._text: list[str] = []
+        self._calls = ToolCallParts()
+        self._usage: dict[str, Any] = {}
+        self._refused = False
+        self.stop_reason = ""  # set by the event that ends the response
+
+    def take(self, data: str) -> None:
+        if not data:
+            return
+        try:
+            event = json.loads(data)
+            if not isinstance(event, dict):
+                raise ValueError(f"an event that is not an object: {data[:100]!r}")
+        except ValueError as err:
+            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        kind = event.get("type")
+        if kind == "error":  # {"type": "error", "code", "message", "param"}
+            raise stream_failure(self._provider, {"error": event})
+        if kind == "response.failed":
+            raise stream_failure(self._provider, {"error": (event.get("response") or {}).get("error") or {}})
+        if kind in ("response.output_text.delta", "response.refusal.delta") and event.get("delta"):
+            self._refused = self._refused or kind == "response.refusal.delta"
+            self._text.append(event["delta"])
+            self._deliver(event["delta"])
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            self._take_item(event.get("item") or {}, done=kind.endswith("done"))
+        elif kind == "response.function_call_arguments.delta" and event.get("item_id") in self._calls:
+            self._calls.add_arguments(event["item_id"], str(event.get("delta") or ""))
+        elif kind in ("response.completed", "response.incomplete"):
+            response = event.get("response") or {}
+            self._usage = response.get("usage") or {}
+            reason = (response.get("incomplete_details") or {}).get("reason") or ""
+            self.stop_reason = INCOMPLETE_REASONS.get(reason, reason) or (
+                "refusal" if self._refused else "tool_use" if self._calls else "end_turn")
+
+    def _take_item(self, item: dict[str, Any], done: bool) -> None:
+        if item.get("type") != "function_call":
+            return
+        key = item.get("id") or item.get("call_id")
+        if key not in self._calls:  # a server may skip `added` and send the call whole
+            self._calls.start(key, str(item.get("call_id") or key or ""), str(item.get("name") or ""))
+        arguments = item.get("arguments")
+        if done and isinstance(arguments, str) and arguments:
+            self._calls.set_arguments(key, arguments)  # the whole text wins over the pieces
+
+    def reply(self) -> Reply:
+        if not self.stop_reason:
+            raise incomplete(self._provider)
+        cached = (self._usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        # input_tokens counts the cached part too; iota's `input` (like Anthropic's) does not.
+        usage = Usage(
+            input=(self._usage.get("input_tokens") or 0) - cached,
+            output=self._usage.get("output_tokens") or 0,
+            cache_read=cached,
+            total=self._usage.get("total_tokens") or 0,
+        )
+        return Reply("".join(self._text), self._calls.finish(), usage, self.stop_reason)
+
+
+def request_fields(request: Request) -> dict[str, Any]:
+    """The body of a Responses request, all but the input."""
+    fields: dict[str, Any] = {"model": request.model, "stream": True, "max_output_tokens": request.max_tokens}
+    if request.system:
+        fields["instructions"] = request.system
+    if request.tools:
+        fields["tools"] = [{"type": "function", "name": tool.name, "description": tool.description,
+                            "parameters": tool.parameters, "strict": False} for tool in request.tools]
+    if request.temperature is not None:
+        fields["temperature"] = request.temperature
+    if request.top_p is not None:
+        fields["top_p"] = request.top_p
+    if request.effort:
+        fields["reasoning"] = {"effort": request.effort}
+    return fields
+
+
+def wire_items(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
+    """iota's messages as Responses input items, each with the index its group starts at: the
+    Chat Completions messages (`openai.wire_messages`, which also puts a notice recorded between
+    calls and results after the results), each made into items — text as a role message, each
+    tool call a `function_call` item after the assistant's text, each result a
+    `function_call_output`."""
+    return [(start, item) for start, message in openai.wire_messages(messages) for item in _items(message)]
+
+
+def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
+    if message["role"] == "tool":
+        return [{"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]}]
+    text = [{"role": message["role"], "content": message["content"]}] if message["content"] else []
+    return text + [{"type": "function_call", "call_id": call["id"], "name": call["function"]["name"],
+                    "arguments": call["function"]["arguments"]} for call in message.get("tool_calls", ())]
