@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from datetime import datetime
 import json
 import os
 from pathlib import Path
@@ -19,7 +18,6 @@ from actors.compactor import compact_command
 from actors.events import ComposerText, Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
-from iota.bots import bot as bots
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
@@ -27,7 +25,9 @@ from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.sessions.index import DERIVED_NOTICE_MARK
 from iota.text import format_size
-from iota.sessions.bundle import Session, delete_session, list_sessions, session_label
+from iota.sessions.bundle import Session
+from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
+                                     session_subcommand)
 
 
 async def show_status(lane: Lane, argument: str) -> None:
@@ -198,33 +198,33 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
 
 
 async def sessions(lane: Lane, argument: str) -> None:
-    """`/session`: resume another saved session here, or delete one. Sessions open in another
-    process are not offered, and neither is the one this chat is writing."""
-    action = await lane.ask("Session", ("Resume", "Delete"))
+    """`/session`: resume another saved session here, delete, archive or unarchive one, picked
+    from the session tree (typing filters it); `/session archive|unarchive|parent|unparent …`
+    (actors.session_commands). The one this chat is writing is not offered, nor a bot's."""
+    if argument:
+        await session_subcommand(lane, argument)
+        return
+    action = await lane.ask("Session", SESSION_ACTIONS)
     if action is None:
         return
+    verb = SESSION_ACTIONS[action]
     current = lane.conversation.session
-    now = datetime.now().astimezone()
-    try:
-        hidden = bots.bot_session_ids()  # a bot's one session is never offered, nor deleted
-    except IotaError as error:
-        lane.notice(str(error), warning=True)
+    candidates = await offered_sessions(lane, archived=verb == "Unarchive")
+    if candidates is None:
         return
-    candidates = [info for info in list_sessions(lane.setup.sessions_bucket())
-                  if info.id not in hidden and (current is None or info.id != current.id)]
     if not candidates:
-        lane.notice("No other saved sessions.")
+        lane.notice("No archived sessions." if verb == "Unarchive" else "No other saved sessions.")
         return
-    index = await lane.ask("Resume which session?" if action == 0 else "Delete which session?",
-                          tuple(session_label(info, now) for info in candidates))
-    if index is None:
+    chosen = await pick_session(lane, f"{verb} which session?", candidates)
+    if chosen is None:
         return
-    chosen = candidates[index]
+    if verb in ("Archive", "Unarchive"):
+        await archive_session(lane, chosen.dir, verb == "Archive")
+        return
+    if verb == "Delete":
+        await delete_session(lane, chosen)
+        return
     try:
-        if action == 1:
-            await trio.to_thread.run_sync(delete_session, chosen.dir)
-            lane.notice(f"Deleted session {chosen.id}")
-            return
         opened = await trio.to_thread.run_sync(Session.open, chosen.dir)
     except IotaError as error:
         lane.notice(str(error), warning=True)
@@ -236,6 +236,9 @@ async def sessions(lane: Lane, argument: str) -> None:
         lane.notice(warning, warning=True)
     for event in resume_opening(opened, lane.conversation):
         lane.emit(event)
+
+
+SESSION_ACTIONS = ("Resume", "Delete", "Archive", "Unarchive")
 
 
 REWIND_TITLE = "Rewind to before which message? Files are not rolled back."
@@ -333,7 +336,10 @@ COMMANDS = {
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),
-    "session": ("resume or delete a saved session", sessions),
+    "session": ("resume, delete, archive or move a saved session: /session [archive|unarchive|parent|unparent]",
+                sessions),
+    "rename": ("give this session a title: /rename <title>", rename),
+    "fork": ("go on in a new session under this one, from what the model sees now: /fork [title]", fork),
     "rewind": ("go back to before one of your messages (files are not rolled back)", rewind),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),

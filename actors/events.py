@@ -129,13 +129,15 @@ class Choose:
     """A select the person answers: the approval prompt (`<label> wants to modify files —
     allow?` or `… wants to run a command — allow?`, with Allow once / Allow for this session /
     Deny), the /session and /model pickers. `detail` is what an approval approves — the whole
-    command, the diff — shown in full before the options. The chosen option's index goes back on
-    `reply`; Esc sends None."""
+    command, the diff — shown in full before the options. `search`, one text per option, makes
+    the select a list filtered by what the person types (the session pickers: their titles).
+    The chosen option's index goes back on `reply`; Esc sends None."""
 
     title: str
     options: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
     detail: str = ""
+    search: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

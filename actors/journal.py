@@ -2,7 +2,7 @@
 
     keeper = JournalKeeper(journal)
     lane.before_send.append(keeper.before_send)   # the last hook: attach the journal block
-    keeper.start(lane)                            # once the lane runs: hooks, and the writer task
+    await nursery.start(keeper.run, lane)         # beside the lane (ChatParts.tasks): the writer
 
 The writer task catches the journal up at the start (a missing or stale file is rebuilt from
 the logs, however long that takes, while the person already types) and then each time a turn is
@@ -44,13 +44,12 @@ class JournalKeeper:
         self._seen: set[str] = set()
         self._warned = ""
 
-    def start(self, lane: Lane) -> None:
+    async def run(self, lane: Lane, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Keep the journal up to date for `lane` until the chat ends."""
         lane.on_turn_saved.append(self.turn_saved)
         lane.after_rewind.append(self.after_rewind)
         self._seen = _turns(lane.conversation.messages)
-        lane.start_helper(self.run, lane)
-
-    async def run(self, lane: Lane) -> None:
+        task_status.started()
         while True:
             await self.catch_up(lane)
             await self._wanted.wait()

@@ -18,8 +18,8 @@ fails (a full disk) is shown, naming what was not written, and the conversation 
 Whatever runs a model turn (the person's message, the memory flush, any later kind) goes through
 `run_model_turn`, which writes the turn's `turn_end` with how it ended — failed, cancelled by the
 person, interrupted by iota stopping — and then calls each `on_turn_saved` hook, without
-waiting: work that follows a turn (a bot's journal) runs beside the lane, in a helper task the
-lane keeps (`start_helper`), never before the next job.
+waiting: work that follows a turn (a bot's journal) runs beside the lane, in a task of the
+chat's (ChatParts.tasks), never before the next job.
 """
 
 from __future__ import annotations
@@ -134,13 +134,16 @@ class Lane:
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
         # A bot's way out of a context-too-long error: compact, then the turn is sent again.
         self.recover: Callable[[Lane], Awaitable[None]] | None = None
+        # Background work that must never delay a job (the title pass): told as each job
+        # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
+        self.on_job_start: list[Callable[[], None]] = []
+        self.on_rest: list[Callable[[Lane], None]] = []
         # Called, without waiting, once each model turn is saved (its turn_end written), with the
         # turn and how it ended (finished, failed, cancelled, interrupted).
         self.on_turn_saved: list[Callable[[Turn, str], None]] = []
         # After /rewind changed the conversation (a bot's journal drops the undone turns).
         self.after_rewind: list[Callable[[Lane], Awaitable[None]]] = []
         self._stopping = False  # the chat is leaving: a turn cut short now was interrupted, not cancelled
-        self._helpers: trio.Nursery | None = None
 
     # -- what the input actor calls --
 
@@ -191,22 +194,14 @@ class Lane:
 
     # -- the loop --
 
-    def start_helper(self, async_fn: Callable[..., Awaitable[None]], *args) -> None:
-        """Run `async_fn(*args)` beside the lane, for as long as the lane runs (call it once the
-        lane has started)."""
-        assert self._helpers is not None, "the lane has not started"
-        self._helpers.start_soon(async_fn, *args)
-
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as self._helpers:
-            task_status.started()
-            await self._take_jobs()
-
-    async def _take_jobs(self) -> None:
+        task_status.started()
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
         while True:
             job = await self.inbox.get()
+            for starting in self.on_job_start:
+                starting()
             self._idle = trio.Event()
             self.host.state(State.BUSY)
             self._failed = False
@@ -219,6 +214,8 @@ class Lane:
                 self._idle.set()
             if not self.inbox:
                 self.host.state(State.ERROR if self._failed else self._resting_state())
+                for resting in self.on_rest:
+                    resting(self)
 
     async def _run(self, job: Job) -> None:
         if isinstance(job, UserMessage):
@@ -359,12 +356,13 @@ class Lane:
         return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
 
     async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
-                  detail: str = "") -> int | None:
+                  detail: str = "", search: tuple[str, ...] = ()) -> int | None:
         """Show a select and wait for the answer (None: Esc). While it waits, the host shows the
         chat as needing input, and `ping` (if given) asks for attention. `detail` is shown in
-        full between the title and the options."""
+        full between the title and the options; `search` (one text per option) makes it a
+        long list the person narrows by typing (the session pickers)."""
         send, receive = trio.open_memory_channel(1)
-        self.emit(Choose(title, options, send, detail))
+        self.emit(Choose(title, options, send, detail, search))
         before = self._running
         self.set_running("Waiting for your answer")
         try:

@@ -54,6 +54,8 @@ class ChatParts:
     after_turn: list[Callable] = field(default_factory=list)
     recover: Callable | None = None                       # a bot's answer to context-too-long
     on_start: list[Callable] = field(default_factory=list)  # given the lane once it runs
+    # Background actors beside the lane (the title pass): `await nursery.start(task, lane)`.
+    tasks: list[Callable] = field(default_factory=list)
     host: Host = field(default_factory=lambda: detect({}))
     # Writes the terminal's escape sequences (progress, attention pings); None writes nothing.
     write_terminal: Callable[[bytes], Awaitable[None]] | None = None
@@ -122,6 +124,8 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
             await nursery.start(lane.run)
             for start in parts.on_start:
                 start(lane)
+            for task in parts.tasks:
+                await nursery.start(task, lane)
             lane.report_session()
             await nursery.start(input_actor.run, inputs_receive, lane, parts.commands, leave, link)
             nursery.start_soon(_forward_job_notes, notes_receive, lane)

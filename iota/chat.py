@@ -67,23 +67,26 @@ class ChatSetup:
     def provider(self) -> Provider:
         """The provider, made on first use."""
         if self._provider is None:
-            from iota.providers import make_provider
-
-            provider = self.model.provider
-            self._provider = make_provider(provider.name, provider.type,
-                                           settings.api_key(provider, self.cwd),
-                                           settings.base_url(provider, self.cwd),
-                                           region=provider.region, project_id=provider.project_id)
+            self._provider = self.new_provider(self.model)
         return self._provider
+
+    def new_provider(self, model: ResolvedModel) -> Provider:
+        """A provider of its own for `model` (the title pass's); the caller closes it."""
+        from iota.providers import make_provider
+
+        provider = model.provider
+        return make_provider(provider.name, provider.type, settings.api_key(provider, self.cwd),
+                             settings.base_url(provider, self.cwd), region=provider.region,
+                             project_id=provider.project_id)
 
     def sessions_bucket(self) -> Path:
         """Where this chat's sessions live: per project in agent mode, else the flat directory."""
         return paths.project_sessions_dir(self.project_root) if self.mode == "agent" else paths.sessions_dir()
 
-    def new_session(self, title: str | None = None) -> Session:
-        """A session for this chat, written at its first append."""
+    def new_session(self, title: str | None = None, parent: str | None = None) -> Session:
+        """A session for this chat (under `parent` in the tree, for a fork), written at its first append."""
         return Session.new(self.sessions_bucket(), **self.model.meta_fields(), cwd=str(self.project_root),
-                           agent=self.agent.name, title=title)
+                           agent=self.agent.name, title=title, parent=parent)
 
     def switch_model(self, name: str) -> None:
         """`/model`: another model for the rest of this process; the agent's layered parameters

@@ -21,6 +21,7 @@ from actors.journal import JournalKeeper
 from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.supervisor import ChatParts
+from actors.titler import Titler
 from iota import __version__
 from iota.bots import bot as bots
 from iota.config import settings, trust
@@ -32,12 +33,15 @@ from iota.errors import IotaError
 from iota.hosts import detect, host_lines
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
-from iota.sessions.bundle import Session, list_sessions, resolve_session, session_label
+from iota.sessions.bundle import Session, list_sessions
+from iota.sessions.tree import tree_choices
 from iota.tools.recall import Recall
 from iota.tools.remember import Remember
+from ui.commands.resumed import resumed_session
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
-ChooseOne = Callable[[str, tuple[str, ...]], "int | None"]
+# Its optional third argument, one text per option, makes it a list the person filters by typing.
+ChooseOne = Callable[..., "int | None"]
 
 
 def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choose: ChooseOne | None = None,
@@ -47,9 +51,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     it to pick the session when `iota resume` names none."""
     cwd = Path.cwd()
     if args.command == "resume":
-        bundle = resolve_session(args.id) if args.id else _pick_session(choose)
-        bots.check_not_bot_session(bundle.name)
-        session = Session.open(bundle)
+        session = resumed_session(args, lambda question: _pick_session(choose, question, args.all))
         agent_name = session.meta.get("agent") or "default"
         agent = loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name)
     else:
@@ -68,6 +70,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     else:
         chat = _open_chat(args, setup, session)
     cleanup.callback(chat.close_switched)
+    if args.command == "resume" and args.fork:
+        chat.opening.append(Notice(f"Forked from session {session.meta.get('parent')}; the original is unchanged."))
     commands = {name: entry for name, entry in COMMANDS.items()
                 if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
     compactor = chat.compactor
@@ -85,7 +89,9 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
                      *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[*([compactor.check] if compactor else []), *([chat.journal.start] if chat.journal else [])])
+        on_start=[compactor.check] if compactor else [],
+        # a bot's session keeps the bot's name: no titler
+        tasks=[*([chat.journal.run] if chat.journal else []), *([] if chat.bot else [Titler(setup).run])])
     return parts
 
 
@@ -208,15 +214,16 @@ def settle_project_trust(loaded: Config, choose: ChooseOne, load: Callable[[], C
     return load()
 
 
-def _pick_session(choose: ChooseOne | None) -> Path:
-    """`iota resume` with no id: choose among the saved sessions (not a bot's), newest first."""
-    now = datetime.now().astimezone()
+def _pick_session(choose: ChooseOne | None, question: str, include_archived: bool) -> Path:
+    """`iota resume` with no id: choose among the saved sessions (not a bot's, archived ones
+    only with --all) in their tree, newest first, filtered by typing."""
     hidden = bots.bot_session_ids()
-    infos = [info for info in list_sessions() if info.id not in hidden]
-    index = choose("Resume which session?", tuple(session_label(i, now) for i in infos)) if infos and choose else None
+    infos = [info for info in list_sessions(include_archived=include_archived) if info.id not in hidden]
+    ordered, labels, search = tree_choices(infos, datetime.now().astimezone())
+    index = choose(question, labels, search) if infos and choose else None
     if index is None:
         raise IotaError("no session to resume")
-    return infos[index].dir
+    return ordered[index].dir
 
 
 async def _write_terminal(data: bytes) -> None:

@@ -2,8 +2,9 @@
 
     iota                          run agents.default
     iota run [agent] [-m TEXT]    an interactive chat, or one headless turn with -m
-    iota resume [id] [-m TEXT]    reopen a saved session
-    iota list [agents|models|providers|sessions]
+    iota resume [id] [-m TEXT]    reopen a saved session (--fork: in a new child of it; --all: archived too)
+    iota list [agents|models|providers|sessions] [--tree] [--all]
+    iota sessions [rename|archive|unarchive|parent|unparent]
     iota config [check|path|init]
     iota mcp [add|list|get|remove|login|logout]
     iota search <words> [--agent NAME] [--since 7d]
@@ -25,6 +26,7 @@ from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
 from ui.commands.bots import add_bots_parser
 from ui.commands.mcp import add_mcp_parser
+from ui.commands.sessions import add_sessions_parser
 from ui.commands.search import add_search_parser
 
 
@@ -49,12 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_chat_flags(run)
     resume = commands.add_parser("resume", help="reopen a saved session")
     resume.add_argument("id", nargs="?")
+    resume.add_argument("--fork", action="store_true", help="continue in a new session under this one, from its context")
+    resume.add_argument("--all", action="store_true", help="archived sessions too")
     add_chat_flags(resume)
 
     listing = commands.add_parser("list", help="list agents, models, providers or sessions")
     listing.add_argument("what", nargs="?", default="agents", choices=("agents", "models", "providers", "sessions"))
     listing.add_argument("agent", nargs="?", help="with models: the models this agent can use")
+    listing.add_argument("--tree", action="store_true", help="with sessions: as a tree, children under their parent")
+    listing.add_argument("--all", action="store_true", help="with sessions: archived sessions too")
     listing.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
+    add_sessions_parser(commands)
 
     config = commands.add_parser("config", help="check, locate or create the config file")
     config.add_argument("action", nargs="?", default="check", choices=("check", "path", "init"))
@@ -119,6 +126,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from ui.commands.bots import bots_command
 
         return bots_command(args)
+    if command == "sessions":
+        from ui.commands.sessions import sessions_command
+
+        return sessions_command(args)
     if command == "run" and not hasattr(args, "agent"):
         # A bare `iota`: run agents.default with no flags.
         args = build_parser().parse_args(["run", *(["-c", str(args.config)] if args.config else [])])

@@ -199,6 +199,7 @@ class AgentConfig:
     effort: str | None = None
     temperature: float | None = None
     top_p: float | None = None
+    title_model: str | None = None  # the model of the title pass; None: the agent's own
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> AgentConfig:
@@ -209,7 +210,8 @@ class AgentConfig:
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
-                   tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw))
+                   tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw),
+                   title_model=_text(raw, "title_model"))
 
 
 @dataclass(frozen=True)
@@ -455,7 +457,8 @@ def _check_references(config: Config) -> None:
                        f'defer_mode "{model.defer_mode}" does not apply to provider type {kind}')
     for name, agent in config.agents.items():
         source = config.sources[f"agents.{name}"]
-        for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices)):
+        for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices),
+                            ("title_model", [agent.title_model] if agent.title_model else [])):
             for model in wanted:
                 if model not in config.models and not _is_direct_model(config, model):
                     raise fail(source, f"agents.{name}.{key}",

@@ -49,6 +49,7 @@ from iota.sessions.log import (
     load_log,
     repair_tail,
 )
+from iota.sessions.titles import clean_title
 from iota.sessions.meta import (
     META_NAME,
     now_stamp,
@@ -128,12 +129,13 @@ def all_bundles() -> list[Path]:
     return [bundle for bucket in _bucket_dirs() for bundle in _bundles_in(bucket)]
 
 
-def resolve_session(prefix: str, scope: Path | None = None) -> Path:
+def resolve_session(prefix: str, scope: Path | None = None, *, include_archived: bool = False) -> Path:
     """The bundle dir whose id is `prefix`, or the one id it begins (ignoring case).
 
     `scope` is the mode's own bucket (the flat dir, or a project's); it is searched first and
     all sessions only when nothing in it matches. A prefix matching several bundles is an error
-    rather than a guess.
+    rather than a guess. Archived sessions are left out unless `include_archived`; when only an
+    archived one matches, the error says so.
     """
     if not _PLAUSIBLE_ID.fullmatch(prefix):
         raise SessionError(f'invalid session id "{prefix}"')
@@ -141,17 +143,23 @@ def resolve_session(prefix: str, scope: Path | None = None) -> Path:
         views = ([_bundles_in(scope)] if scope is not None else []) + [all_bundles()]
     except OSError as exc:
         raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
+    archived_match = False
     for bundles in views:
-        exact = [bundle for bundle in bundles if bundle.name == prefix]
+        named = [bundle for bundle in bundles if bundle.name.lower().startswith(prefix.lower())]
+        if not include_archived:
+            shown = [bundle for bundle in named if not SessionInfo.read(bundle).archived]
+            archived_match = archived_match or len(shown) < len(named)
+            named = shown
+        exact = [bundle for bundle in named if bundle.name == prefix]
         if exact:
             return exact[0]
-        matches = [bundle for bundle in bundles if bundle.name.lower().startswith(prefix.lower())]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            names = ", ".join(sorted(bundle.name for bundle in matches))
+        if len(named) == 1:
+            return named[0]
+        if named:
+            names = ", ".join(sorted(bundle.name for bundle in named))
             raise AmbiguousSession(f'session id "{prefix}" is ambiguous: {names}')
-    raise SessionNotFound(f'no session matches "{prefix}"')
+    hint = " (an archived session does: add --all)" if archived_match else ""
+    raise SessionNotFound(f'no session matches "{prefix}"{hint}')
 
 
 # -- the writer --------------------------------------------------------------------------------------
@@ -202,7 +210,7 @@ class Session:
         log = bundle / LOG_NAME
         if not is_bundle(bundle):
             raise SessionNotFound(f"session {bundle.name} not found")
-        lock = _lock_bundle(bundle)
+        lock = lock_bundle(bundle)
         try:
             meta, rebuilt = read_or_rebuild_meta(bundle)
             cut = cut_torn_tail(log) if log.exists() else None
@@ -325,15 +333,19 @@ class Session:
         self.view = view
         return view
 
-    def update_meta(self, **changes: Any) -> None:
-        """Set meta fields; meta.json (and `updated_at`) change only if a value really changed."""
-        changed = {key: value for key, value in changes.items() if self.meta.get(key) != value}
-        if not changed:
-            return
-        self.meta.update(changed)
-        self.meta["updated_at"] = now_stamp()
-        if self.on_disk:
-            self._write_meta()
+    def update_meta(self, *, touch: bool = True, **changes: Any) -> None:
+        """Set meta fields; meta.json changes only if a value really changed. `touch` moves
+        `updated_at` too: what the conversation did, not how it is labelled or filed (a title,
+        a place in the tree, archiving), which would reorder the newest-first lists."""
+        with self._writing:  # the title pass sets the title from a thread of its own
+            changed = {key: value for key, value in changes.items() if self.meta.get(key) != value}
+            if not changed:
+                return
+            self.meta.update(changed)
+            if touch:
+                self.meta["updated_at"] = now_stamp()
+            if self.on_disk:
+                self._write_meta()
 
     def close(self) -> None:
         """Release the bundle to other processes. Safe to call twice."""
@@ -362,7 +374,7 @@ class Session:
             self.dir.mkdir()
         except OSError as exc:
             raise SessionError(f"failed to create session: {self.dir}: {exc.strerror}") from exc
-        self._lock = _lock_bundle(self.dir)
+        self._lock = lock_bundle(self.dir)
         try:
             self._log_fd = _open_log(self.dir / LOG_NAME)
             self._write_meta()
@@ -391,7 +403,7 @@ class Session:
 def delete_session(bundle: Path) -> None:
     """Delete a bundle for good, refusing one that another process has open (its lock is taken
     first, so nobody can open it while it goes)."""
-    held = _lock_bundle(bundle)
+    held = lock_bundle(bundle)
     try:
         shutil.rmtree(bundle)
     except OSError as error:
@@ -420,10 +432,13 @@ def describe(messages: Sequence[Message]) -> str:
     return ", ".join(names)
 
 
-def _lock_bundle(bundle: Path) -> locking.HeldLock:
+def lock_bundle(bundle: Path, consequence: str = "") -> locking.HeldLock:
+    """Take a bundle's lock, or raise SessionLocked naming the pid that holds it (and, given a
+    `consequence`, what that prevents: `…; cannot archive it from here`)."""
     def refused(pid: int | None) -> str:
         holder = f" (pid {pid})" if pid is not None else ""
-        return f"session {bundle.name} is open in another iota process{holder}"
+        tail = f"; {consequence}" if consequence else ""
+        return f"session {bundle.name} is open in another iota process{holder}{tail}"
 
     return locking.acquire(bundle / LOCK_NAME, refused)
 
@@ -437,7 +452,7 @@ def _open_log(path: Path) -> int:
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """What the session list and the picker show about a bundle."""
+    """What the session list, the tree and the pickers show about a bundle."""
 
     id: str
     dir: Path
@@ -445,6 +460,9 @@ class SessionInfo:
     model: str
     updated_at: str
     message_count: int
+    agent: str = ""
+    parent: str = ""       # the id of the session it sits under in the tree; "" at the top
+    archived: bool = False
 
     @classmethod
     def read(cls, bundle: Path) -> SessionInfo:
@@ -460,16 +478,17 @@ class SessionInfo:
 
         count = meta.get("message_count")
         return cls(bundle.name, bundle, text("title"), text("model"), text("updated_at"),
-                   count if type(count) is int else 0)
+                   count if type(count) is int else 0, text("agent"), text("parent"), meta.get("archived") is True)
 
 
-def list_sessions(scope: Path | None = None) -> list[SessionInfo]:
-    """Every bundle (or those in the bucket `scope`), most recently updated first, unknown times last."""
+def list_sessions(scope: Path | None = None, *, include_archived: bool = False) -> list[SessionInfo]:
+    """Every bundle (or those in the bucket `scope`), most recently updated first, unknown times
+    last; archived ones only with `include_archived`."""
     try:
         bundles = _bundles_in(scope) if scope is not None else all_bundles()
     except OSError as exc:
         raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
-    infos = [SessionInfo.read(bundle) for bundle in bundles]
+    infos = [info for info in map(SessionInfo.read, bundles) if include_archived or not info.archived]
 
     def newest_first(info: SessionInfo) -> tuple[bool, float]:
         when = parse_stamp(info.updated_at)
@@ -486,10 +505,13 @@ def format_session_list(sessions: Sequence[SessionInfo], now: datetime) -> str:
     return "\n".join(["Sessions:", *(f"  {info.id.rjust(width)}  {session_label(info, now)}" for info in sessions)])
 
 
-def session_label(info: SessionInfo, now: datetime) -> str:
-    """`<title or (untitled)> · <model> · <time> · <n> msgs`, as the list and the picker show it."""
-    when = relative_time(info.updated_at, now)
-    return f"{info.title or '(untitled)'} · {info.model} · {when} · {info.message_count} msgs"
+def session_label(info: SessionInfo, now: datetime, *, agent: bool = False) -> str:
+    """`<title or (untitled)> · <model> · <time> · <n> msgs`, as `iota list sessions` shows it;
+    then (`agent`, as the tree and the pickers show it) the agent, and ` · archived` when it is.
+    The title is cleaned again: a meta.json may have been written by something else."""
+    parts = [clean_title(info.title) or "(untitled)", info.model, relative_time(info.updated_at, now),
+             f"{info.message_count} msgs", info.agent if agent else "", "archived" if info.archived else ""]
+    return " · ".join(part for part in parts if part)
 
 
 def relative_time(stamp: str, now: datetime) -> str:

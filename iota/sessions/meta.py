@@ -22,10 +22,12 @@ from iota.sessions.log import LOG_NAME, json_bytes
 META_NAME = "meta.json"
 
 _HEAD_KEYS = ("v", "id", "created_at", "updated_at", "provider", "model")
-# Written only when set, in this order, between `model` and `message_count`.
+# Written only when set, in this order, between `model` and `message_count`. `parent` (the id of
+# the session this one sits under in the tree) and `archived` (true: hidden from lists and
+# pickers) are this version's; a meta.json without them is a top-level session, not archived.
 _OPTIONAL_KEYS = (
     "temperature", "top_p", "context_window", "effort", "image", "aspect_ratio", "image_size",
-    "negative_prompt", "json_edits", "base_url", "cwd", "title", "agent", "param_sources",
+    "negative_prompt", "json_edits", "base_url", "cwd", "title", "agent", "param_sources", "parent", "archived",
 )
 _KNOWN_KEYS = frozenset((*_HEAD_KEYS, *_OPTIONAL_KEYS, "message_count"))
 

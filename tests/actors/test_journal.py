@@ -58,7 +58,7 @@ def open_bot_lane(tmp_path, fake_home, fake_model):  # noqa: F811
                 lane.before_send = [keeper.before_send]
                 async with trio.open_nursery() as nursery:
                     await nursery.start(lane.run)
-                    keeper.start(lane)
+                    await nursery.start(keeper.run, lane)
                     chat = Chat(lane, setup, conversation, receive)
                     chat.keeper, chat.journal, chat.project = keeper, journal, project
                     yield chat

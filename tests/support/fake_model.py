@@ -41,6 +41,12 @@ for Anthropic two messages of one role in a row, are answered with HTTP 400 and 
 message, without taking a scripted answer. Such a request is kept in `rejected`, and
 `assert_no_unexpected()` fails the test for it too.
 
+iota's title pass (iota.sessions.titles: one request whose only message opens with
+`TITLE_INSTRUCTION`) runs in the background beside the conversation, so it would race the next
+turn for the scripted answers. It is served apart: scripted with `title(...)` or
+`fail_title(...)`, recorded in `title_requests` (not `requests`), and answered with
+`DEFAULT_TITLE` when nothing is scripted for it — a real model always has a title to give.
+
 Every request is recorded (path, headers, parsed JSON body), with whether the client went away
 before the server had finished (`disconnected`). The waiting helpers (`wait_for_request`,
 `RecordedRequest.wait_done`) block; from trio, call them through `trio.to_thread.run_sync`.
@@ -66,7 +72,10 @@ try:
 except ImportError:  # the benchmarks run the server from a plain install, without the test extras
     pytest = None
 
+from iota.sessions.titles import TITLE_INSTRUCTION
 from tests.support.api_rules import conversation_error
+
+DEFAULT_TITLE = "Fake session title"
 
 _OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -199,6 +208,8 @@ class FakeModel:
         self._lock = threading.Lock()
         self._script: deque[_Stream | _HttpFailure | _Hang] = deque()
         self._requests: list[RecordedRequest] = []
+        self._titles: deque[_Stream | _HttpFailure | _Hang] = deque()
+        self._title_requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
         self.rejected: list[tuple[RecordedRequest, str]] = []  # (request, why): what the real API refuses
         self._closing = threading.Event()
@@ -245,6 +256,16 @@ class FakeModel:
         not even the headers, until the client hangs up."""
         self._push(_Hang())
 
+    def title(self, text: str = DEFAULT_TITLE, **options: Any) -> None:
+        """Queue the answer to the next title pass (the options of `reply`)."""
+        with self._lock:
+            self._titles.append(_stream(text, **options))
+
+    def fail_title(self, status: int, *, message: str | None = None) -> None:
+        """Queue an HTTP error for the next title pass."""
+        with self._lock:
+            self._titles.append(_HttpFailure(status, None, None, message))
+
     def respond_with(self, responder: Callable[[Any], dict[str, Any]] | None) -> None:
         """Answer each request nothing is scripted for with `reply(**responder(body))`."""
         with self._lock:
@@ -260,6 +281,26 @@ class FakeModel:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def title_requests(self) -> list[RecordedRequest]:
+        """The title passes received, apart from `requests`."""
+        with self._lock:
+            return list(self._title_requests)
+
+    def wait_for_title_request(self, n: int = 1, timeout: float = 5.0) -> RecordedRequest:
+        """Block until the server has received `n` title passes and finished the n-th; return it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self._title_requests) >= n:
+                    request = self._title_requests[n - 1]
+                    break
+            time.sleep(_POLL)
+        else:
+            raise AssertionError(f"the fake model received {len(self.title_requests)} title passes, not {n}")
+        request.wait_done(max(0.0, deadline - time.monotonic()))
+        return request
 
     @property
     def pending(self) -> int:
@@ -325,8 +366,12 @@ class FakeModel:
                                  raw_body=raw_body)
         invalid = (conversation_error(dialect, body) or fake_dialects.conversation_error(dialect, body)) if dialect else None
         with self._lock:
-            self._requests.append(record)
-            scripted = self._script.popleft() if dialect and self._script and not invalid else None
+            if dialect and not invalid and _is_title_request(body):
+                self._title_requests.append(record)
+                scripted = self._titles.popleft() if self._titles else _stream(DEFAULT_TITLE)
+            else:
+                self._requests.append(record)
+                scripted = self._script.popleft() if dialect and self._script and not invalid else None
             responder = self._responder if dialect and not invalid and scripted is None else None
         if responder is not None:
             scripted = _stream(**responder(body))
@@ -378,6 +423,17 @@ class FakeModel:
             token = f"fake-token-{len(self.token_requests)}"
         handler.close_connection = True
         _send_json(handler, 200, {"access_token": token, "expires_in": self.token_lifetime, "token_type": "Bearer"}, {})
+
+
+def _is_title_request(body: Any) -> bool:
+    """Whether `body` is iota's title pass: one message, whose text opens with its instruction."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or len(messages) != 1 or not isinstance(messages[0], dict):
+        return False
+    content = messages[0].get("content")
+    if isinstance(content, list):
+        content = "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return isinstance(content, str) and content.startswith(TITLE_INSTRUCTION)
 
 
 class _Handler(BaseHTTPRequestHandler):

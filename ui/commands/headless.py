@@ -24,6 +24,7 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
+from iota.sessions.titles import fallback_title
 from iota.tools.base import ApprovalRequest
 from ui.widgets.controls import escape_controls
 
@@ -31,12 +32,11 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
     cwd = Path.cwd()
     bundle = None
     if args.command == "resume":
-        from iota.bots import bot as bots  # a plain -m run saves nothing: none of this is needed for it
-        from iota.sessions import bundle as session_module
+        from ui.commands.resumed import resumed_session  # a plain -m run saves nothing: none of this is needed for it
 
-        found = session_module.resolve_session(args.id)
-        bots.check_not_bot_session(found.name)
-        bundle = session_module.Session.open(found)
+        bundle = resumed_session(args)
+        if args.fork:
+            print(f"Forked session {bundle.meta.get('parent')} as {bundle.id}", file=sys.stderr)
         for warning in bundle.view.warnings:
             print(f"Warning: {warning}", file=sys.stderr)
         agent_name = bundle.meta.get("agent") or "default"
@@ -60,6 +60,8 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
         if bundle is not None:
             try:
                 bundle.append([Message(USER, content=message), *turn.messages])
+                if not bundle.meta.get("title"):  # a -m run makes no title pass: the opening words name it
+                    bundle.update_meta(touch=False, title=fallback_title([*history, Message(USER, content=message)]))
             except SessionError as error:
                 print(f"Warning: the turn was not saved: {error}", file=sys.stderr)
     finally:

@@ -74,9 +74,10 @@ async def _cancel_on_signal(signals, everything: trio.CancelScope) -> None:
         return
 
 
-async def _choose_once(events: trio.MemorySendChannel, title: str, options: tuple[str, ...]) -> int | None:
+async def _choose_once(events: trio.MemorySendChannel, title: str, options: tuple[str, ...],
+                       search: tuple[str, ...] = ()) -> int | None:
     reply_send, reply_receive = trio.open_memory_channel(1)
-    events.send_nowait(Choose(title, options, reply_send))
+    events.send_nowait(Choose(title, options, reply_send, search=search))
     return await reply_receive.receive()
 
 

@@ -1,4 +1,5 @@
-"""`iota list agents|models|providers|sessions`: what the config defines, and the saved sessions."""
+"""`iota list agents|models|providers|sessions`: what the config defines, and the saved sessions
+(`--tree`: as the session tree; `--all`: archived ones too)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ def list_command(args: argparse.Namespace) -> int:
         from datetime import datetime
 
         from iota.sessions import bundle as session
+        from iota.sessions.tree import format_session_tree
 
-        print(session.format_session_list(session.list_sessions(), datetime.now().astimezone()))
+        # Archived sessions are hidden unless --all; --tree draws children under their parent.
+        infos = session.list_sessions(include_archived=args.all)
+        render = format_session_tree if args.tree else session.format_session_list
+        print(render(infos, datetime.now().astimezone()))
         return EXIT_OK
     loaded = load_config(args)
     print(render_listing(loaded, args.what, args.agent))

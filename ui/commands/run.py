@@ -8,6 +8,8 @@ The flag rules live here, in one place, because they are the same for both comma
     no -m and no terminal             interactive mode requires a terminal; use -m/--message for piped input
     -m or --no-save on a bot          refused (iota.bots.bot.check_bot_run), as is an entry that cannot be a bot
     a chat without -m, confined       refused: an iota a sandboxed iota started runs headless (iota.tools.confinement)
+
+`iota resume --fork <id>` and `--all`: see ui.commands.resumed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-
 from iota.errors import IotaError
 from iota.tools.confinement import HEADLESS_ONLY, Confinement
 
@@ -68,3 +69,4 @@ def _check_bot_flags(args: argparse.Namespace, config) -> None:
     from iota.bots import bot as bots
     bots.check_bot_run(agent.name, headless=args.message is not None, no_save=args.no_save)
     bots.check_bot(agent, settings.resolve_model(config, agent, args.model))
+

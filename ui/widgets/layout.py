@@ -41,6 +41,7 @@ from actors.events import (Ask, Card, CancelInnermost, Choose, ComposerText, Err
                            TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
+from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
 from ui.widgets.status import StatusRow
 from ui.widgets.transcript import Transcript
@@ -129,8 +130,12 @@ class ChatLayout(urwid.WidgetWrap):
         if self._chooser is None and self._choices:
             prompt = self._choices[0]
             answered = partial(self._answered, prompt)
-            self._chooser = (Chooser(prompt.title, prompt.options, answered, prompt.detail)
-                             if isinstance(prompt, Choose) else QuestionForm(prompt.questions, answered))
+            if isinstance(prompt, Choose) and prompt.search:
+                self._chooser = FilterChooser(prompt.title, prompt.options, prompt.search, answered)
+            elif isinstance(prompt, Choose):
+                self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
+            else:
+                self._chooser = QuestionForm(prompt.questions, answered)
             self._arrange_bottom()
 
     def _answered(self, prompt: Choose | Ask, answer: object) -> None:

@@ -22,6 +22,7 @@ import trio
 import yaml
 
 from actors import notifier
+from actors.titler import title_model
 from iota import hosts
 from iota.hosts import PingKind
 from iota import paths
@@ -179,6 +180,11 @@ async def login_probe(loaded, cwd):
             return str(error).split(":")[0]
 
 
+async def title_probe(loaded, cwd):
+    """The model the title pass asks."""
+    return title_model(chat(loaded, cwd)).id
+
+
 async def notify_probe(loaded, cwd):
     """Whether a turn's end pings the person's terminal (the agent's notify: reaches the notifier)."""
     written: list[bytes] = []
@@ -260,6 +266,8 @@ CASES = [
     Case("agents.effort", key("agents", "a", effort="low"), request_probe),
     Case("agents.temperature", key("agents", "a", temperature=1.2), request_probe),
     Case("agents.top_p", key("agents", "a", top_p=0.9), request_probe),
+    Case("agents.title_model", key("agents", "a", title_model="n"), title_probe,
+         base=key("models", "n", provider="p", id="small")),
     # toolsets
     Case("agents.tools.code", tools(code=None), toolbox_probe),
     Case("agents.tools.code.read_only", tools(code={"read_only": True}), toolbox_probe, base=tools(code=None)),

@@ -99,6 +99,9 @@ def test_explicit_file_missing(project, tmp_path):
     (BASE + "  coder: {model: gpt, tools: {shell: {sandbox: always}}}\n",
      'agents.coder.tools.shell.sandbox: sandbox must be "auto" or "off", got "always"'),
     (BASE + "  coder: {model: nothing}\n", 'agents.coder.model: unknown model "nothing" (configured: gpt, claude)'),
+    (BASE + "  coder: {model: gpt, title_model: tiny}\n",
+     'agents.coder.title_model: unknown model "tiny" (configured: gpt, claude)'),
+    (BASE + "  coder: {model: gpt, titel_model: gpt}\n", "agents.coder.titel_model: unknown key"),
     (BASE.replace("oa:gpt-5.2", "zz:gpt-5.2"), 'models.gpt.provider: unknown provider "zz" (configured: oa, an)'),
     (BASE + "  coder: {model: gpt, context_window: huge}\n",
      'agents.coder.context_window: want a size like 200k or 1m, got "huge"'),
@@ -274,3 +277,11 @@ def test_starter_bot_entry_uncomments_into_a_bot(fake_home, project):
 def test_sandbox_off_unquoted_is_yaml_false_and_still_means_off(fake_home, project):
     _, loaded = load_user(fake_home, project, BASE + "  coder: {model: gpt, tools: {shell: {sandbox: off}}}\n")
     assert loaded.agents["coder"].tools.shell.sandbox == "off"
+
+
+def test_title_model_names_the_model_of_the_title_pass(fake_home, project):
+    _, loaded = load_user(fake_home, project, BASE + "  coder: {model: claude, title_model: gpt}\n"
+                                                     "  direct: {model: claude, title_model: 'an:claude-haiku'}\n")
+    assert loaded.agents["coder"].title_model == "gpt"
+    assert loaded.agents["direct"].title_model == "an:claude-haiku"
+    assert loaded.agents["default"].title_model is None  # the title pass asks the chat's own model

@@ -70,6 +70,8 @@ agents:
   helper: {model: cheap}
   direct: {model: "evil:z"}
   fine: {model: gpt, choices: [mine]}
+  titled: {model: gpt, title_model: "evil:t"}
+  named: {model: gpt, title_model: cheap}
 """) == [
         "providers.evil: sends your requests and API key to http://127.0.0.1:9/v1",
         "providers.oa: sends your requests and API key to http://127.0.0.1:9/v1",
@@ -77,6 +79,8 @@ agents:
         "models.short: provider uses provider evil, which this file defines",
         "agents.helper: model uses model cheap, which is left out",
         "agents.direct: model uses provider evil, which this file defines",
+        "agents.titled: title_model uses provider evil, which this file defines",  # the opening of every chat
+        "agents.named: title_model uses model cheap, which is left out",
     ]  # `oa` is the person's too: their entry stays, and models on it stay
 
 
