@@ -26,8 +26,8 @@ from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
 from ui.commands.bots import add_bots_parser
 from ui.commands.mcp import add_mcp_parser
-from ui.commands.sessions import add_sessions_parser
 from ui.commands.search import add_search_parser
+from ui.commands.sessions import add_sessions_parser
 
 
 def build_parser() -> argparse.ArgumentParser:

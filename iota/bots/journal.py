@@ -38,7 +38,7 @@ from iota.bots.journal_entry import Entry, build_entry, render_entry
 from iota.errors import BotError, SearchError
 from iota.messages import USER, Message
 from iota.paths import sessions_dir
-from iota.sessions.index import DERIVED_NOTICE_MARK, LogSource, SearchIndex, Turn, log_source
+from iota.sessions.index import DERIVED_NOTICE_MARK, LogSource, SearchIndex, LoggedTurn, log_source
 from iota.sessions.search import CANDIDATES, format_time, match_expression
 
 JOURNAL_NAME = "journal.sqlite"
@@ -80,7 +80,7 @@ _ENTRY_COLUMNS = "e.turn, e.position, e.offset, e.at, e.outcome, e.asked, e.did,
 class EntryWriter:
     """The index's listener: an entry for each turn that ended, none for the turns a rewind undid."""
 
-    def turn(self, db: sqlite3.Connection, log: int, session: str, turn: Turn, at: int | None) -> None:
+    def turn(self, db: sqlite3.Connection, log: int, session: str, turn: LoggedTurn, at: int | None) -> None:
         entry = build_entry(turn, at)
         if entry is None:
             return

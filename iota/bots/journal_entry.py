@@ -1,6 +1,6 @@
 """One journal entry: what a bot's turn was, read from the turn's records, and how it reads.
 
-    entry = build_entry(turn, at)      # turn: the records of one turn (iota.sessions.index.Turn)
+    entry = build_entry(turn, at)      # turn: the records of one turn (iota.sessions.index.LoggedTurn)
     line = render_entry(entry)         # one line, for the journal given to the model and for recall
 
 An entry says when the turn ended; what was asked (the start of the person's text, or of the
@@ -24,7 +24,7 @@ from typing import Any
 from iota.agent import CANCELLED_RESULT, FAILED_NOTICE
 from iota.compaction.summary import FLUSH_NOTICE
 from iota.messages import ASSISTANT, CANCELLED, FAILED, FINISHED, INTERRUPTED, TOOL, USER
-from iota.sessions.index import Turn
+from iota.sessions.index import LoggedTurn
 from iota.sessions.search import format_time
 
 ASKED_CHARS = 200
@@ -58,7 +58,7 @@ class Entry:
         return "\n".join((self.asked, self.did, self.answer, " ".join(self.files)))
 
 
-def build_entry(turn: Turn, at: int | None) -> Entry | None:
+def build_entry(turn: LoggedTurn, at: int | None) -> Entry | None:
     """The entry of `turn` (None for a turn with no records), dated `at`."""
     if not turn.records:
         return None

@@ -122,7 +122,7 @@ class LogRecord:
 
 
 @dataclass
-class Turn:
+class LoggedTurn:
     """A turn's records, in order: from its first record to its `turn_end` (None when the turn
     was cut short in the middle of the log)."""
 
@@ -135,7 +135,7 @@ class Listener(Protocol):
     """What derives more from the logs as they are read (a bot's journal); called inside the
     catch-up's transaction, on the index's connection."""
 
-    def turn(self, db: sqlite3.Connection, log: int, session: str, turn: Turn, at: int | None) -> None: ...
+    def turn(self, db: sqlite3.Connection, log: int, session: str, turn: LoggedTurn, at: int | None) -> None: ...
     def rewind(self, db: sqlite3.Connection, log: int, target: int, end: int) -> None: ...
     def forget(self, db: sqlite3.Connection, log: int) -> None: ...
 
@@ -150,7 +150,8 @@ def record_text(record: dict[str, Any]) -> tuple[str, str, str] | None:
         return ("user", "", content[:INDEXED_CHARS]) if content else None
     if role == ASSISTANT:
         calls = [call for call in record.get("tool_calls") or [] if isinstance(call, dict)]
-        parts = [content] + [f"{call.get('name', '')} {json.dumps(call.get('arguments'), ensure_ascii=False)[:ARGUMENTS_CHARS]}"
+        parts = [content] + [f"{call.get('name', '')} "
+                             f"{json.dumps(call.get('arguments'), ensure_ascii=False)[:ARGUMENTS_CHARS]}"
                              for call in calls]
         text = "\n".join(part for part in parts if part)
         return ("reply", "", text[:INDEXED_CHARS]) if text else None
@@ -171,13 +172,14 @@ def stamp_of(record: dict[str, Any]) -> int | None:
 
 class SearchIndex:
     """One index file, through one connection (used by one thread at a time: a lock sees to it).
+    WAL mode, so that readers of their own never wait for the writer.
 
     `extra_schema` is SQL for what a listener keeps in the same file (a bot's journal), and
     `version` its version: a file made with another is rebuilt. A `reader` (a process that is not
     the file's writer) changes nothing: a file that is missing or of another version is a
     SearchError to it."""
 
-    def __init__(self, path: Path | str, *, extra_schema: str = "", version: int = 0, reader: bool = False):
+    def __init__(self, path: Path, *, extra_schema: str = "", version: int = 0, reader: bool = False):
         self.path = path
         self._lock = threading.Lock()
         self._schema = SCHEMA + extra_schema
@@ -186,22 +188,21 @@ class SearchIndex:
             self.db = self._open_reader()
             return
         try:
-            self.db = self._open()
-        except sqlite3.DatabaseError:
-            # Derived data that cannot be read is made again, from the logs.
-            self._remove_files()
             try:
                 self.db = self._open()
-            except sqlite3.Error as error:
-                raise SearchError(f"cannot open the search index {path}: {error}") from None
-        except sqlite3.Error as error:
-            raise SearchError(f"cannot open the search index {path}: {error}") from None
+            except sqlite3.DatabaseError:
+                # Derived data that cannot be read is made again, from the logs.
+                self._remove_files()
+                self.db = self._open()
+        except (sqlite3.Error, OSError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise SearchError(f"cannot open the search index {path}: {reason}") from None
 
     def _open(self) -> sqlite3.Connection:
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
         try:
-            if self.path != ":memory:":
-                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             found = db.execute("SELECT name FROM sqlite_master WHERE name = 'info'").fetchone()
             version = db.execute("SELECT value FROM info WHERE key = 'version'").fetchone() if found else None
@@ -239,8 +240,6 @@ class SearchIndex:
         return orphans > max(10_000, live)
 
     def _remove_files(self) -> None:
-        if self.path == ":memory:":
-            return
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
@@ -249,12 +248,15 @@ class SearchIndex:
             self.db.close()
 
     def query(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
-        """Run `work(db)` under the connection's lock; SQLite's failures become SearchError."""
+        """Run `work(db)` under the connection's lock; SQLite's and the files' failures become
+        SearchError."""
         with self._lock:
             try:
                 return work(self.db)
             except sqlite3.Error as error:
                 raise SearchError(f"the search index {self.path} failed: {error}") from None
+            except OSError as error:  # a log that went away while it was read
+                raise SearchError(f"cannot read {error.filename}: {error.strerror}") from None
 
     # -- catching up ----------------------------------------------------------------------------
 
@@ -276,7 +278,7 @@ class SearchIndex:
             self.query(lambda db: (db.execute("PRAGMA cache_size = -2000"), db.execute("PRAGMA shrink_memory")))
         return indexed
 
-    def forget_others(self, sessions: set[str], listener: Listener | None = None) -> None:
+    def forget_others(self, sessions: set[str]) -> None:
         """Drop the logs of every session not in `sessions` (deleted, or now indexed elsewhere)."""
         def forget(db: sqlite3.Connection) -> None:
             gone = [(log, session) for log, session in db.execute("SELECT id, session FROM logs")
@@ -284,7 +286,7 @@ class SearchIndex:
             if gone:
                 db.execute("BEGIN IMMEDIATE")
                 for log, _ in gone:
-                    _forget_log(db, log, listener)
+                    _forget_log(db, log, None)
                     db.execute("DELETE FROM logs WHERE id = ?", (log,))
                 db.execute("COMMIT")
 
@@ -308,7 +310,7 @@ class _LogReader:
         self.source = source
         self.listener = listener
         self.should_stop = should_stop
-        self.open_turn: Turn | None = None
+        self.open_turn: LoggedTurn | None = None
         self.indexed = 0
         # Records indexed since the last save, and the first and last time among them.
         self.added: list[int | None] = []
@@ -398,7 +400,7 @@ class _LogReader:
                 self._end_turn(item)
             return
         if self.open_turn is None:
-            self.open_turn = Turn(turn_id)
+            self.open_turn = LoggedTurn(turn_id)
         self.open_turn.records.append(item)
 
     def _end_turn(self, end: LogRecord | None) -> None:

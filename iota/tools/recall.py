@@ -53,11 +53,13 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "action": {"type": "string", "enum": ["search", "sessions", "read"]},
         "query": {"type": "string", "description": "search: the words to find."},
-        "limit": {"type": "integer", "description": f"search: how many hits (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})."},
+        "limit": {"type": "integer",
+                  "description": f"search: how many hits (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})."},
         "include_undone": {"type": "boolean", "description": "search, read: also what /rewind undid."},
         "session": {"type": "string", "description": "read: the session id (default: this conversation)."},
         "from": {"type": "integer", "description": "read: the record number to start at (default 1)."},
-        "count": {"type": "integer", "description": f"read: how many messages (default {DEFAULT_COUNT}, at most {MAX_COUNT})."},
+        "count": {"type": "integer",
+                  "description": f"read: how many messages (default {DEFAULT_COUNT}, at most {MAX_COUNT})."},
     },
     "required": ["action"],
 }

@@ -59,7 +59,7 @@ def search_command(args: argparse.Namespace) -> int:
         print(f"    {hit.snippet}")
         print(f"    {found.resume}")
     if history.more:
-        print(f"\nMore matches than shown: add words, --agent, --since or a larger --limit.")
+        print("\nMore matches than shown: add words, --agent, --since or a larger --limit.")
     return EXIT_OK
 
 
