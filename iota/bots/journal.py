@@ -38,7 +38,7 @@ from iota.bots.journal_entry import Entry, build_entry, render_entry
 from iota.errors import BotError, SearchError
 from iota.messages import USER, Message
 from iota.paths import sessions_dir
-from iota.sessions.index import DERIVED_NOTICE_MARK, LogSource, SearchIndex, LoggedTurn, log_source
+from iota.sessions.index import DERIVED_NOTICE_MARK, LoggedTurn, LogSource, SearchIndex, log_source
 from iota.sessions.search import CANDIDATES, format_time, match_expression
 
 JOURNAL_NAME = "journal.sqlite"

@@ -172,5 +172,5 @@ def render_entry(entry: Entry, *, session: str = "", answer_chars: int = 240) ->
         half = max(answer_chars // 2, 40)
         parts.append(f'answer: "{head_and_tail(entry.answer, half, half)}"')
     if entry.files:
-        parts.append(f"wrote: {', '.join(entry.files)}")
+        parts.append(f"wrote: {', '.join(clip(path, TARGET_CHARS) for path in entry.files)}")
     return " — ".join(parts)
