@@ -10,9 +10,10 @@ entries. Then:
   start after losing its journal pay);
 - in `--rounds` rounds, interleaved so that the machine's noise falls on every figure alike: each
   search (a rare word, a common one, two words, a phrase, a miss) through `recall` as the model
-  calls it (records and journal entries, ranked, with snippets), the journal block attached before
-  a message, and one more turn appended to the log and caught up — the per-turn journal cost,
-  which the chat pays beside the lane, after the turn is saved.
+  calls it (records and journal entries, ranked, with snippets), `iota search` over every session
+  (newest first), the journal block attached before a message, and one more turn appended to the
+  log and caught up — the per-turn journal cost, which the chat pays beside the lane, after the
+  turn is saved.
 
 Figures are min / median / max in milliseconds.
 
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 
+from iota.bots.history import search_history  # noqa: E402
 from iota.bots.journal import JOURNAL_NAME, Journal, bot_sources  # noqa: E402
 from iota.messages import (ASSISTANT, COMPACTION, TOOL, TOOL_STARTED, TURN_END, USER, Message,  # noqa: E402
                            ToolCall, Usage)
@@ -151,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         view = [Message(USER, "recent", turn=f"t{turns - n:07d}") for n in range(3)]
         text = Text(rng)
         figures: dict[str, list[float]] = {f"recall search: {name}": [] for name in QUERIES}
+        figures["iota search (every session): two words"] = []
         figures["journal block before a message"] = []
         figures["per-turn journal cost (catch-up)"] = []
 
@@ -161,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
                 for name, query in QUERIES.items():
                     figures[f"recall search: {name}"].append(
                         await timed_async(lambda: recall.run({"action": "search", "query": query})))
+                figures["iota search (every session): two words"].append(
+                    timed(lambda: search_history(QUERIES["two words"], limit=20)))
                 figures["journal block before a message"].append(
                     timed(lambda: journal.context(text.words(15), view)))
                 turn = f"b{round_:07d}"
