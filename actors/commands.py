@@ -23,7 +23,6 @@ from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
-from iota.sessions.index import DERIVED_NOTICE_MARK
 from iota.text import format_size
 from iota.sessions.bundle import Session
 from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
@@ -172,12 +171,14 @@ def _announce_model(lane: Lane) -> None:
 def resume_opening(session: Session, conversation: Conversation) -> list:
     """What a resumed chat shows first: the last rounds, with their notices (a turn closed after
     a crash or a failure says so), and `Resumed session <id> (<n> messages)`. A last round that
-    got no reply ends as failed, so the composer offers its message again (Up)."""
+    got no reply ends as failed, so the composer offers its message again (Up). What iota wrote
+    for the model alone (hidden: a schedule's trigger, the auto-continue nudge) is not echoed."""
     events: list = []
     messages = conversation.messages
     starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
     for index in starts[-ECHOED_ROUNDS:]:
-        events.append(UserEcho(messages[index].content))
+        if not messages[index].hidden:
+            events.append(UserEcho(messages[index].content))
         end = next((i for i in starts if i > index), len(messages))
         round_ = messages[index + 1:end]
         for message in round_:
@@ -188,11 +189,11 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
                 events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
                 events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
                                         message.is_error))
-            if message.role == USER and message.notice and not message.content.startswith(DERIVED_NOTICE_MARK):
+            if message.role == USER and message.notice and not message.hidden:
                 events.append(Notice(message.content))
         replied = any(m.role == ASSISTANT and m.content and not m.interrupted for m in round_)
         events.append(TurnEnded(interrupted=any(m.interrupted for m in round_),
-                                failed=index == starts[-1] and not replied))
+                                failed=index == starts[-1] and not replied and not messages[index].hidden))
     events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
     return events
 
@@ -302,6 +303,8 @@ _SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"
 
 
 def _speaker(message: Message) -> str:
+    if message.hidden:  # a schedule's trigger, the auto-continue nudge, the open tasks
+        return "iota, to the model"
     if message.notice:
         return "Notice"
     if message.role == TOOL:

@@ -7,6 +7,7 @@
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     status ──Status(...)──► face
+    a bot's tasks ──OpenTasks(rows)──► face (above the composer)
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
 reaches into an actor, and no actor imports urwid.
@@ -114,6 +115,14 @@ class Status:
     running: str = ""            # `Waiting for the model`, `shell ls`, `Compacting context…`; "" when idle
     running_since: float | None = None  # trio.current_time() when it started
     queued: int = 0
+
+
+@dataclass(frozen=True)
+class OpenTasks:
+    """A bot's tasks in progress, one row each (`Migrate CI · step 2/3 · Update workflows`),
+    shown above the composer; an empty tuple hides them."""
+
+    rows: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

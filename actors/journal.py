@@ -28,10 +28,9 @@ import trio
 
 from actors.lane import Lane
 from iota.agent import Turn
-from iota.bots.journal import Journal
+from iota.bots.journal import Journal, journal_block
 from iota.errors import SearchError
 from iota.messages import Message
-from iota.sessions.conversation import notice
 
 
 class JournalKeeper:
@@ -77,7 +76,7 @@ class JournalKeeper:
             self._warn(lane, error)
             return
         if block is not None:
-            await lane.keep([notice(block)])
+            await lane.keep([journal_block(block)])
 
     async def after_rewind(self, lane: Lane) -> None:
         await self.catch_up(lane)

@@ -15,6 +15,11 @@ up) keeps what it did too, and a notice of the failure, so the next request tell
 the person's message stays on screen, in the log and in the composer's history. A write that
 fails (a full disk) is shown, naming what was not written, and the conversation goes on.
 
+A turn iota starts by itself — a schedule's trigger, the auto-continue nudge of a task in progress
+— is a `QuietTurn` job: it runs exactly as a typed turn does (the hooks before and after, Ctrl+C,
+approvals, compaction, the host's states), but its message is marked hidden, so the model reads
+it and the transcript does not show it. The attention ping waits until no such turn is queued.
+
 Whatever runs a model turn (the person's message, the memory flush, any later kind) goes through
 `run_model_turn`, which writes the turn's `turn_end` with how it ended — failed, cancelled by the
 person, interrupted by iota stopping — and then calls each `on_turn_saved` hook, without
@@ -72,7 +77,16 @@ class JobNote:
     text: str
 
 
-Job = UserMessage | Command | JobNote
+@dataclass(frozen=True)
+class QuietTurn:
+    """A turn iota starts by itself. `run` decides, when its turn comes, whether there is still
+    something to do, and sends it with `Lane.quiet_turn`; `name` says what started it."""
+
+    name: str
+    run: Callable[[Lane], Awaitable[None]]
+
+
+Job = UserMessage | Command | JobNote | QuietTurn
 
 
 class Inbox:
@@ -92,6 +106,9 @@ class Inbox:
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def __iter__(self):
+        return iter(self._jobs)
 
     def has(self, kind: type) -> bool:
         return any(isinstance(job, kind) for job in self._jobs)
@@ -120,6 +137,8 @@ class Lane:
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
         self._failed = False  # the running job failed: the host shows the error state after it
+        self.last_turn: Turn | None = None  # the last turn of a message, typed or quiet (None: it failed)
+        self.interruptions = 0  # how many times Ctrl+C (or a signal) cancelled a running job
         self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
         self._idle = trio.Event()
         self._idle.set()
@@ -161,6 +180,7 @@ class Lane:
         self._stopping = self._stopping or stopping
         if self._job_scope is not None:
             self._job_scope.cancel()
+            self.interruptions += 1
         return self.busy
 
     def cancel_innermost(self) -> None:
@@ -222,12 +242,19 @@ class Lane:
             await self._user_turn(job.text)
         elif isinstance(job, Command):
             await job.run(self, job.argument)
+        elif isinstance(job, QuietTurn):
+            await job.run(self)
         else:
             await self.keep([notice(job.text)])
 
-    async def _user_turn(self, text: str) -> None:
-        self.emit(UserEcho(text))
-        user = Message(USER, content=text)
+    async def quiet_turn(self, text: str) -> None:
+        """A turn of a message iota wrote (a `QuietTurn`'s): the model reads it, nobody sees it."""
+        await self._user_turn(text, hidden=True)
+
+    async def _user_turn(self, text: str, *, hidden: bool = False) -> None:
+        if not hidden:
+            self.emit(UserEcho(text))
+        user = Message(USER, content=text, hidden=hidden)
         with self.interruptible() as scope:
             for hook in self.before_send:
                 await hook(self, user)
@@ -236,9 +263,10 @@ class Lane:
             self.emit(TurnEnded(interrupted=True))
             return
         turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        self.last_turn = turn
         for after in self.after_turn:  # a failed turn's memory writes are recorded too
             await after(self)
-        if turn is not None:
+        if turn is not None and not self.inbox.has(QuietTurn):  # the bot goes on working: no call yet
             self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
@@ -351,9 +379,10 @@ class Lane:
 
     async def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""
-        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in APPROVAL_OPTIONS),
+        options = (Decision.ALLOW_ONCE, Decision.DENY) if request.ask_every_time else APPROVAL_OPTIONS
+        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in options),
                                 ping=request.question, detail=request.detail)
-        return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
+        return options[answer] if answer is not None else Decision.DENY
 
     async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
                   detail: str = "", search: tuple[str, ...] = ()) -> int | None:

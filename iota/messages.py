@@ -8,8 +8,11 @@ zero value, so the log stays small and diffable.
 
 The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record
 was written in), the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer),
-`outcome`: how a turn ended (on its `turn_end`), and `rewound_to` (on a `rewind`). Three roles
-are the log's own bookkeeping, never sent to a model (see
+`hidden`: a message iota wrote for the model that the person did not type and is not shown — a
+schedule's trigger, the auto-continue nudge, the open tasks sent with a turn, the journal
+entries attached to a message. The model is sent it like any other; the transcript, a resume's
+echo and search leave it out. Then `outcome`: how a turn ended (on its `turn_end`), and
+`rewound_to` (on a `rewind`). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn is over; its `outcome` is `failed`,
 `cancelled` (the person stopped it) or `interrupted` (iota stopped: a signal, a quit, a crash),
@@ -101,6 +104,7 @@ class Message:
     # history (as {"name", "description", "parameters"}) for a provider whose tools array stays fixed.
     server_blocks: list[dict[str, Any]] = field(default_factory=list)
     mounted_tools: list[dict[str, Any]] = field(default_factory=list)
+    hidden: bool = False
     outcome: str = ""                 # turn_end: failed | cancelled | interrupted ("" finished)
     rewound_to: int | None = None     # rewind: the byte offset of the first record undone
 
@@ -130,6 +134,8 @@ class Message:
             record["server_blocks"] = self.server_blocks
         if self.mounted_tools:
             record["mounted_tools"] = self.mounted_tools
+        if self.hidden:
+            record["hidden"] = True
         if self.outcome:
             record["outcome"] = self.outcome
         if self.rewound_to is not None:
@@ -172,6 +178,7 @@ class Message:
             turn=text("turn"),
             server_blocks=objects("server_blocks"),
             mounted_tools=objects("mounted_tools"),
+            hidden=flag("hidden"),
             outcome=text("outcome"),
             rewound_to=rewound_to if type(rewound_to) is int else None,
         )

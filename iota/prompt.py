@@ -10,6 +10,7 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
 7. `<journal>`                   bots that keep a journal: look up earlier work before answering
+8. the notes catalog             bots with notes (iota.bots.notes; the bodies are read on demand)
 8. the memory blocks             bots: global memory, inherited memory, the bot's memory
                                  directory (SOUL.md, USER.md, BRIEF.md, the others), MEMORY.md —
                                  in that fixed order, one block a file, composed by
@@ -71,6 +72,7 @@ class PromptContext:
     skills: list[Skill] = field(default_factory=list)
     memory_block: str = ""
     journal: bool = False                       # a bot that keeps a journal (and has `recall`)
+    notes_catalog: str = ""
     today: datetime.date | None = None
 
 
@@ -91,6 +93,7 @@ def compose(context: PromptContext) -> str:
     if context.mode == "bot":
         if context.journal:
             segments.append(JOURNAL_GUIDANCE)
+        segments.append(context.notes_catalog)
         segments.append(context.memory_block)
     return "\n\n".join(segment for segment in segments if segment)
 

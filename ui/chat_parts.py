@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from actors.commands import COMMANDS, resume_opening
+from actors.bot_work import BotWork, open_bot_work
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.journal import JournalKeeper
@@ -78,6 +79,9 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
         commands["memory"] = (MEMORY_HELP, chat.watcher.show)
+    work = chat.work
+    if work is not None:
+        commands.update(work.commands)
     parts = ChatParts(
         setup=setup, conversation=chat.conversation,
         card=_card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings]),
@@ -85,13 +89,16 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
         before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
-                     compactor.before_send if compactor else CompactionOffer(),
+                     compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else []),
                      *([chat.journal.before_send] if chat.journal else [])],
-        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else [])],
+        after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
+                    *(work.after_turn if work else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[compactor.check] if compactor else [],
-        # a bot's session keeps the bot's name: no titler
-        tasks=[*([chat.journal.run] if chat.journal else []), *([] if chat.bot else [Titler(setup).run])])
+        on_start=[*([compactor.check] if compactor else []), *(work.on_start if work else [])],
+        # A bot's session keeps the bot's name (no title pass); its scheduler and its journal's
+        # writer run beside the lane.
+        tasks=[*(work.actors if work else []), *([chat.journal.run] if chat.journal else [])] if chat.bot
+        else [Titler(setup).run])
     return parts
 
 
@@ -106,6 +113,7 @@ class _Opened:
     warnings: list[str] = field(default_factory=list)
     compactor: BotCompactor | None = None
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
+    work: BotWork | None = None           # a bot's tasks, schedules and notes
     journal: JournalKeeper | None = None  # a bot's journal, unless `journal: false`
 
     @property
@@ -146,6 +154,9 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     typed = _TypedByPerson(conversation)
     remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed)
     setup.extra_tools.append(remember)
+    work = open_bot_work(setup, start.dir)
+    setup.extra_tools.extend(work.tools)
+    warnings += work.warnings
     opening = [] if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
@@ -160,7 +171,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
     journal = _open_journal(setup, start, cleanup, warnings)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, journal)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal)
 
 
 def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,

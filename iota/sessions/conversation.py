@@ -93,7 +93,7 @@ class Conversation:
         if self.session is not None and self.session.on_disk:
             return [RewindPoint(text, offset=offset) for offset, text in self.session.rewind_points()]
         return [RewindPoint(_without_preamble(m.content)[1], index=i) for i, m in enumerate(self.messages)
-                if m.role == USER and not m.notice]
+                if m.role == USER and not m.notice and not m.hidden]
 
     def rewind(self, point: RewindPoint) -> None:
         """Continue from just before `point`'s message. Blocking I/O when saving."""

@@ -44,9 +44,6 @@ from iota.sessions.log import LINE_CAP, LOG_NAME, decode_record, read_lines
 from iota.sessions.meta import parse_stamp, read_meta
 
 SCHEMA_VERSION = 1
-# A notice that starts so is context iota derived from the index itself (a bot's journal
-# entries, attached to a message): indexing it again would echo every entry into the search.
-DERIVED_NOTICE_MARK = "[journal] "
 # How much of one record is indexed; a tool result is capped well below it already.
 INDEXED_CHARS = 64 * 1024
 ARGUMENTS_CHARS = 2000
@@ -144,9 +141,13 @@ def record_text(record: dict[str, Any]) -> tuple[str, str, str] | None:
     """(kind, tool name, text) of what a record gives the index, or None for nothing."""
     role = record.get("role")
     content = record.get("content") if isinstance(record.get("content"), str) else ""
+    if record.get("hidden") is True:
+        # What iota wrote for the model alone (a schedule's trigger, the journal attached to a
+        # message: indexing that would echo every entry back into the search) is not searched.
+        return None
     if role == USER:
         if record.get("notice") is True:
-            return None if content.startswith(DERIVED_NOTICE_MARK) else ("notice", "", content[:INDEXED_CHARS])
+            return ("notice", "", content[:INDEXED_CHARS]) if content else None
         return ("user", "", content[:INDEXED_CHARS]) if content else None
     if role == ASSISTANT:
         calls = [call for call in record.get("tool_calls") or [] if isinstance(call, dict)]

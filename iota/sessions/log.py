@@ -205,8 +205,8 @@ class SessionView:
     closing: list[Message] = field(default_factory=list)
     # Message records in the whole log, system records included (meta.json's `message_count`).
     message_count: int = 0
-    # The person's messages in the view, (byte offset of the record, text), oldest first: where
-    # `/rewind` can go back to.
+    # The person's messages in the view (not notices, not what iota wrote for the model alone),
+    # (byte offset of the record, text), oldest first: where `/rewind` can go back to.
     rewind_points: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -401,7 +401,8 @@ def _scan(
     view = SessionView(warnings=_unreadable_warnings(unreadable) + assembled.warnings, closing=assembled.closing,
                        message_count=index.messages)
     view.rewind_points = [(offset, record["content"]) for offset, record in zip(starts[first:], records)
-                          if record["role"] == USER and not record.get("notice") and isinstance(record.get("content"), str)]
+                          if record["role"] == USER and not record.get("notice") and not record.get("hidden")
+                          and isinstance(record.get("content"), str)]
     system = systems[-1][1] if systems else None
     if system is not None and not system.get("system_cleared"):
         view.messages.append(Message.from_record(system))

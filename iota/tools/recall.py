@@ -22,10 +22,9 @@ from typing import Any
 
 import trio
 
-from iota.bots.journal import Journal
+from iota.bots.journal import JOURNAL_MARK, Journal
 from iota.bots.journal_entry import clip, group_calls, head_and_tail
 from iota.messages import ASSISTANT, COMPACTION, REWIND, TOOL, USER
-from iota.sessions.index import DERIVED_NOTICE_MARK
 from iota.sessions.search import CANDIDATES, format_time, locate, records_from, search
 from iota.tools.base import Tool, ToolError, ToolResult
 
@@ -207,9 +206,11 @@ def _read_line(item, start: int, mark: str, tools: _ToolsLine) -> str | None:
             return None
         # The record a search hit pointed at: whole.
         return f"#{item.position} result of {record.get('tool_call_name', 'a tool')}{mark}: {_cut(content, RESULT_CHARS)}"
+    if role == USER and record.get("hidden") is True:
+        if content.startswith(JOURNAL_MARK):
+            return None  # what the journal gave you then: read the turns themselves
+        return f"#{item.position} iota wrote (not shown to the user){mark}: {_cut(content, NOTICE_CHARS)}"
     if role == USER and record.get("notice") is True:
-        if content.startswith(DERIVED_NOTICE_MARK):
-            return None
         return f"#{item.position} notice{mark}: {_cut(content, NOTICE_CHARS)}"
     if role == USER:
         return f"#{item.position} the user{mark}: {_cut(content, MESSAGE_CHARS)}"

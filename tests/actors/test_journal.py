@@ -15,7 +15,7 @@ import trio
 from actors.commands import COMMANDS, REWIND_TITLE
 from actors.events import Choose, ComposerText, TextDelta, TurnEnded
 from actors.journal import JournalKeeper
-from actors.lane import Command, Lane
+from actors.lane import Command, Lane, QuietTurn
 from actors.notifier import open_host_link
 from iota.bots.bot import open_bot
 from iota.bots.journal import CONTEXT_HEADER, Journal, bot_sources
@@ -23,6 +23,7 @@ from iota.chat import prepare_chat
 from iota.compaction.summary import FLUSH_NOTICE
 from iota.config import settings
 from iota.sessions.conversation import Conversation, notice
+from iota.sessions.search import search
 from iota.tools.base import Toolbox
 from iota.tools.recall import Recall
 from tests.actors.test_lane import Chat
@@ -127,6 +128,20 @@ async def test_a_turn_of_the_memory_flush_gets_its_entry_too(open_bot_lane, fake
         chat.lane.submit(Command("flush", "", flush))
         await chat.until(TurnEnded)
         assert await settled(chat) == [("memory flush before a compaction", "finished", "", 0, ())]
+
+
+async def test_a_turn_iota_starts_by_itself_gets_its_entry_and_stays_out_of_search_and_rewind(
+        open_bot_lane, fake_model):
+    fake_model.reply("Checked the nightly build.")
+    async with open_bot_lane() as chat:
+        async def scheduled(lane: Lane) -> None:
+            await lane.quiet_turn("Scheduled: check the nightly build")
+
+        chat.lane.submit(QuietTurn("schedule", scheduled))
+        await chat.until(TurnEnded)
+        assert await settled(chat) == [("Scheduled: check the nightly build", "finished", "", 0, ())]
+        assert [hit.kind for hit in search(chat.journal.reader, "nightly", limit=5).hits] == ["reply"]
+        assert await trio.to_thread.run_sync(chat.conversation.rewind_points) == []
 
 
 async def test_after_a_compaction_the_next_request_carries_the_condensed_turns_entries(open_bot_lane, fake_model):

@@ -10,14 +10,14 @@ import pytest
 from iota.agent import CANCELLED_RESULT, FAILED_NOTICE
 from iota.bots import journal as journal_module
 from iota.bots.bot import BotStart, open_bot
-from iota.bots.journal import BUDGET, CONTEXT_HEADER, Journal, attached_places, bot_sources, rebuild_journal
+from iota.bots.journal import (BUDGET, CONTEXT_HEADER, Journal, attached_places, bot_sources, journal_block,
+                               rebuild_journal)
 from iota.bots.journal_entry import group_calls, head_and_tail
 from iota.compaction.summary import FLUSH_NOTICE
 from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
 from iota.errors import BotError, SessionLocked
 from iota.messages import ASSISTANT, TOOL, TOOL_STARTED, TURN_END, USER, Message, ToolCall
 from iota.sessions.bundle import Session
-from iota.sessions.conversation import notice
 from iota.memory.provenance import typed_by_person
 from iota.sessions.search import search
 from tests.support.turns import Call, write_turn
@@ -201,7 +201,7 @@ def test_turns_in_view_and_entries_already_attached_are_not_attached_again(bot):
     view = [Message(USER, "task 3", turn=written[3].turn)]
     first = journal.context("next", view)
     assert first is not None and "task 3" not in first and "task 2" in first
-    view += [notice(first), Message(USER, "next")]
+    view += [journal_block(first), Message(USER, "next")]
     assert attached_places(view, journal.current) == {(bot.session.id, 1), (bot.session.id, 4), (bot.session.id, 7)}
     assert journal.context("and then", view) is None
     journal.close()
@@ -240,7 +240,7 @@ def test_the_attached_block_is_a_notice_that_never_counts_as_what_the_person_typ
     journal.catch_up()
     block = journal.context("what did the readme say?", [])
     assert block is not None and "the user wants all files deleted" in block
-    attached = notice(block)
-    assert attached.notice and attached.role == USER
+    attached = journal_block(block)
+    assert attached.notice and attached.hidden and attached.role == USER
     assert typed_by_person([Message(USER, "what did the readme say?"), attached]) == ["what did the readme say?"]
     journal.close()

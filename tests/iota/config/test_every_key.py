@@ -201,6 +201,28 @@ async def notify_probe(loaded, cwd):
     return written
 
 
+async def bot_work_probe(loaded, cwd):
+    """What a bot does after a clean turn while a task has a step to do (auto_continue:), and the
+    zone its schedules' approval names (timezone:)."""
+    from types import SimpleNamespace
+
+    from actors.bot_work import open_bot_work
+    from actors.lane import Inbox
+    from iota.agent import Turn
+    from iota.bots.tasks import TaskBook
+
+    bot_dir = cwd / f"bot-{len(list(cwd.glob('bot-*')))}"
+    TaskBook(bot_dir).create("Job", ["a", "b"])
+    work = open_bot_work(chat(loaded, cwd), bot_dir)
+    lane = SimpleNamespace(last_turn=Turn(), inbox=Inbox(), interruptions=0, emit=lambda event: None,
+                           notice=lambda text, warning=False: None, show_status=lambda: None)
+    for after in work.after_turn:
+        await after(lane)
+    schedule = next(tool for tool in work.tools if tool.name == "schedule")
+    asked = schedule.approval_request({"action": "create", "title": "t", "prompt": "p", "timetable": "daily 09:00"})
+    return [job.name for job in lane.inbox], asked.detail.splitlines()[1]
+
+
 def key(section: str, entry: str, **values) -> Callable[[dict], None]:
     def set_key(document: dict) -> None:
         document.setdefault(section, {}).setdefault(entry, {}).update(values)
@@ -268,6 +290,9 @@ CASES = [
     Case("agents.top_p", key("agents", "a", top_p=0.9), request_probe),
     Case("agents.title_model", key("agents", "a", title_model="n"), title_probe,
          base=key("models", "n", provider="p", id="small")),
+    Case("agents.auto_continue", key("agents", "a", auto_continue=0), bot_work_probe, base=key("agents", "a", mode="bot")),
+    Case("agents.timezone", key("agents", "a", timezone="Asia/Tokyo"), bot_work_probe,
+         base=key("agents", "a", mode="bot")),
     # toolsets
     Case("agents.tools.code", tools(code=None), toolbox_probe),
     Case("agents.tools.code.read_only", tools(code={"read_only": True}), toolbox_probe, base=tools(code=None)),
