@@ -15,7 +15,7 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
+from actors.events import ComposerText, Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
 from iota.config.settings import EFFORTS
@@ -242,6 +242,48 @@ async def sessions(lane: Lane, argument: str) -> None:
 SESSION_ACTIONS = ("Resume", "Delete", "Archive", "Unarchive")
 
 
+REWIND_TITLE = "Rewind to before which message? Files are not rolled back."
+# The person's latest messages the picker offers, newest first.
+REWIND_CHOICES = 9
+
+
+async def rewind(lane: Lane, argument: str) -> None:
+    """`/rewind`: pick one of your earlier messages; the conversation goes on from just before it
+    (the log records the rewind and keeps everything), and the message comes back in the composer."""
+    conversation = lane.conversation
+    try:
+        points = await trio.to_thread.run_sync(conversation.rewind_points)
+    except IotaError as error:
+        lane.notice(str(error), warning=True)
+        return
+    if not points:
+        lane.notice("Nothing to rewind yet.")
+        return
+    offered = points[::-1][:REWIND_CHOICES]
+    index = await lane.ask(REWIND_TITLE, tuple(_one_line(point.text) for point in offered))
+    if index is None:
+        return
+    chosen = offered[index]
+    try:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(conversation.rewind, chosen)
+    except IotaError as error:
+        lane.notice(f"Rewind failed: {error}", warning=True)
+        return
+    session = conversation.session
+    lane.meter.seed(conversation.messages, session.view.last_usage if session is not None and session.on_disk else None)
+    lane.show_status()
+    for hook in lane.after_rewind:
+        await hook(lane)
+    lane.notice(f"Rewound to before “{_one_line(chosen.text)}”: the message is back to edit; files were not rolled back")
+    lane.emit(ComposerText(chosen.text))
+
+
+def _one_line(text: str, limit: int = 70) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _full_log(session: Session) -> list[Message]:
     messages = []
     with open(session.dir / "messages.jsonl", encoding="utf-8", errors="replace") as log:
@@ -301,6 +343,7 @@ COMMANDS = {
                 sessions),
     "rename": ("give this session a title: /rename <title>", rename),
     "fork": ("go on in a new session under this one, from what the model sees now: /fork [title]", fork),
+    "rewind": ("go back to before one of your messages (files are not rolled back)", rewind),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project", show_skills),

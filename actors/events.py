@@ -3,6 +3,7 @@
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
+    turn lane ──ComposerText──► face (the composer's text)
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     status ──Status(...)──► face
@@ -156,6 +157,13 @@ class Ask:
 
     questions: tuple[Question, ...]
     reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ComposerText:
+    """Put `text` in the composer, to edit and send again (`/rewind` gives back the message it undid)."""
+
+    text: str
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ A turn iota starts by itself — a schedule's trigger, the auto-continue nudge o
 — is a `QuietTurn` job: it runs exactly as a typed turn does (the hooks before and after, Ctrl+C,
 approvals, compaction, the host's states), but its message is marked hidden, so the model reads
 it and the transcript does not show it. The attention ping waits until no such turn is queued.
+
+Whatever runs a model turn (the person's message, the memory flush, any later kind) goes through
+`run_model_turn`, which writes the turn's `turn_end` with how it ended — failed, cancelled by the
+person, interrupted by iota stopping — and then calls each `on_turn_saved` hook, without
+waiting: work that follows a turn (a bot's journal) runs beside the lane, in a task of the
+chat's (ChatParts.tasks), never before the next job.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from iota.chat import ChatSetup
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
-from iota.messages import TURN_END, USER, Message, ToolCall
+from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
@@ -151,6 +157,12 @@ class Lane:
         # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
         self.on_job_start: list[Callable[[], None]] = []
         self.on_rest: list[Callable[[Lane], None]] = []
+        # Called, without waiting, once each model turn is saved (its turn_end written), with the
+        # turn and how it ended (finished, failed, cancelled, interrupted).
+        self.on_turn_saved: list[Callable[[Turn, str], None]] = []
+        # After /rewind changed the conversation (a bot's journal drops the undone turns).
+        self.after_rewind: list[Callable[[Lane], Awaitable[None]]] = []
+        self._stopping = False  # the chat is leaving: a turn cut short now was interrupted, not cancelled
 
     # -- what the input actor calls --
 
@@ -162,8 +174,10 @@ class Lane:
         self.inbox.put(job)
         self.show_status()
 
-    def interrupt(self) -> bool:
-        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave)."""
+    def interrupt(self, *, stopping: bool = False) -> bool:
+        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave).
+        `stopping`: iota is leaving (a quit, a signal), so the turn is interrupted, not cancelled."""
+        self._stopping = self._stopping or stopping
         if self._job_scope is not None:
             self._job_scope.cancel()
             self.interruptions += 1
@@ -295,7 +309,11 @@ class Lane:
         if failure is not None:
             await self.record(turn.fail(str(failure)))
         self._join(turn.messages)
-        await self.record([Message(TURN_END, turn=turn.id)], meta=True)
+        outcome = (FAILED if failure is not None else INTERRUPTED if turn.interrupted and self._stopping
+                   else CANCELLED if turn.interrupted else FINISHED)
+        await self.record([Message(TURN_END, turn=turn.id, outcome="" if outcome == FINISHED else outcome)], meta=True)
+        for saved in self.on_turn_saved:
+            saved(turn, outcome)
         if failure is not None:
             return self._failed_turn(failure)
         self.emit(TurnEnded(interrupted=turn.interrupted))

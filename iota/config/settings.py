@@ -196,6 +196,7 @@ class AgentConfig:
     notify: bool = True
     description: str | None = None
     inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
+    journal: bool = True   # a bot's journal and its `recall` tool
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
@@ -215,8 +216,8 @@ class AgentConfig:
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
-                   tuple(_texts(raw, "inherit")), **_layered(raw), title_model=_text(raw, "title_model"),
-                   auto_continue=_auto_continue(raw), timezone=_timezone(raw))
+                   tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw),
+                   title_model=_text(raw, "title_model"), auto_continue=_auto_continue(raw), timezone=_timezone(raw))
 
 
 @dataclass(frozen=True)

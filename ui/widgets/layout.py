@@ -37,8 +37,8 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Ask, Card, CancelInnermost, Choose, ErrorLine, Focus, Interrupt, Leave, Notice,
-                           OpenTasks, Panel, SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted,
+from actors.events import (Ask, Card, CancelInnermost, Choose, ComposerText, ErrorLine, Focus, Interrupt, Leave,
+                           Notice, OpenTasks, Panel, SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted,
                            TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
@@ -125,6 +125,9 @@ class ChatLayout(urwid.WidgetWrap):
             case Choose() | Ask():
                 self._choices.append(event)
                 self._show_next_choice()
+            case ComposerText(text=text):
+                self.composer.set_edit_text(text)
+                self.composer.set_edit_pos(len(text))
             case SlashCommands(commands=commands):
                 self.suggestions.set_commands(commands)
                 self.suggestions.follow(self.composer.edit_text)
