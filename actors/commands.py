@@ -22,7 +22,7 @@ from actors.file_command import FILE_HELP, attach_file
 from actors.jobs_command import JOBS_HELP, show_jobs
 from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.skill_command import run_skill
-from actors.events import Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
+from actors.events import ComposerText, Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
 from iota.config import params
@@ -196,14 +196,16 @@ async def _announce_model(lane: Lane) -> None:
 def resume_opening(session: Session, conversation: Conversation) -> list:
     """What a resumed chat shows first: the last rounds, with their notices (a turn closed after
     a crash or a failure says so), and `Resumed session <id> (<n> messages)`. A last round that
-    got no reply ends as failed, so the composer offers its message again (Up)."""
+    got no reply ends as failed, so the composer offers its message again (Up). What iota wrote
+    for the model alone (hidden: a schedule's trigger, the auto-continue nudge) is not echoed."""
     events: list = []
     messages = conversation.messages
     starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
     for index in starts[-ECHOED_ROUNDS:]:
-        events.append(UserEcho(messages[index].content))
-        if messages[index].attachments:
-            events.append(Notice(attached_line(messages[index].attachments)))
+        if not messages[index].hidden:
+            events.append(UserEcho(messages[index].content))
+            if messages[index].attachments:
+                events.append(Notice(attached_line(messages[index].attachments)))
         end = next((i for i in starts if i > index), len(messages))
         round_ = messages[index + 1:end]
         for message in round_:
@@ -214,11 +216,11 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
                 events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
                 events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
                                         message.is_error))
-            if message.role == USER and message.notice:
+            if message.role == USER and message.notice and not message.hidden:
                 events.append(Notice(message.content))
         replied = any(m.role == ASSISTANT and m.content and not m.interrupted for m in round_)
         events.append(TurnEnded(interrupted=any(m.interrupted for m in round_),
-                                failed=index == starts[-1] and not replied))
+                                failed=index == starts[-1] and not replied and not messages[index].hidden))
     events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
     return events
 
@@ -267,6 +269,48 @@ async def sessions(lane: Lane, argument: str) -> None:
 SESSION_ACTIONS = ("Resume", "Delete", "Archive", "Unarchive")
 
 
+REWIND_TITLE = "Rewind to before which message? Files are not rolled back."
+# The person's latest messages the picker offers, newest first.
+REWIND_CHOICES = 9
+
+
+async def rewind(lane: Lane, argument: str) -> None:
+    """`/rewind`: pick one of your earlier messages; the conversation goes on from just before it
+    (the log records the rewind and keeps everything), and the message comes back in the composer."""
+    conversation = lane.conversation
+    try:
+        points = await trio.to_thread.run_sync(conversation.rewind_points)
+    except IotaError as error:
+        lane.notice(str(error), warning=True)
+        return
+    if not points:
+        lane.notice("Nothing to rewind yet.")
+        return
+    offered = points[::-1][:REWIND_CHOICES]
+    index = await lane.ask(REWIND_TITLE, tuple(_one_line(point.text) for point in offered))
+    if index is None:
+        return
+    chosen = offered[index]
+    try:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(conversation.rewind, chosen)
+    except IotaError as error:
+        lane.notice(f"Rewind failed: {error}", warning=True)
+        return
+    session = conversation.session
+    lane.meter.seed(conversation.messages, session.view.last_usage if session is not None and session.on_disk else None)
+    lane.show_status()
+    for hook in lane.after_rewind:
+        await hook(lane)
+    lane.notice(f"Rewound to before “{_one_line(chosen.text)}”: the message is back to edit; files were not rolled back")
+    lane.emit(ComposerText(chosen.text))
+
+
+def _one_line(text: str, limit: int = 70) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _full_log(session: Session) -> list[Message]:
     messages = []
     with open(session.dir / "messages.jsonl", encoding="utf-8", errors="replace") as log:
@@ -286,6 +330,8 @@ _SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"
 
 
 def _speaker(message: Message) -> str:
+    if message.hidden:  # a schedule's trigger, the auto-continue nudge, the open tasks
+        return "iota, to the model"
     if message.notice:
         return "Notice"
     if message.role == TOOL:
@@ -337,6 +383,7 @@ COMMANDS = {
                 sessions),
     "rename": ("give this session a title: /rename <title>", rename),
     "fork": ("go on in a new session under this one, from what the model sees now: /fork [title]", fork),
+    "rewind": ("go back to before one of your messages (files are not rolled back)", rewind),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
     "skills": ("list the skills of this project, or run one: /skills [name [instructions]]", show_skills),

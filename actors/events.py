@@ -3,11 +3,13 @@
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
+    turn lane ──ComposerText──► face (the composer's text)
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     /edit ──ComposerText(text)──► face
     /jobs ──JobsView(pages, reply channel), then JobsUpdate each second──► face ──ids to kill──► /jobs
     status ──Status(...)──► face
+    a bot's tasks ──OpenTasks(rows)──► face (above the composer)
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
 reaches into an actor, and no actor imports urwid.
@@ -122,6 +124,14 @@ class Status:
 
 
 @dataclass(frozen=True)
+class OpenTasks:
+    """A bot's tasks in progress, one row each (`Migrate CI · step 2/3 · Update workflows`),
+    shown above the composer; an empty tuple hides them."""
+
+    rows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Panel:
     """A block of text to show in the transcript: /status, /tools, /skills, the echo of a resume."""
 
@@ -156,6 +166,14 @@ class Ask:
 
 
 @dataclass(frozen=True)
+class ComposerText:
+    """Put `text` in the composer, to edit and send again (`/rewind` gives back the message it undid,
+    `/edit` what the person wrote in $EDITOR)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class RunInTerminal:
     """A program that needs the terminal to itself (`/memory`'s $EDITOR on a memory file): the face
     stops drawing and reading keys, runs it, and takes the terminal back when it exits. Its exit
@@ -182,14 +200,6 @@ class JobsUpdate:
     jobs: tuple[JobPage, ...] = ()
     ended: tuple[tuple[str, str], ...] = ()
     closed: bool = False
-
-
-@dataclass(frozen=True)
-class ComposerText:
-    """Text to put in the composer, replacing what is there, for the person to go on with (what
-    `/edit` brought back from the editor)."""
-
-    text: str
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,17 @@ innermost scope (the stream or the running shell call). A turn that fails (the p
 up) keeps what it did too, and a notice of the failure, so the next request tells the model;
 the person's message stays on screen, in the log and in the composer's history. A write that
 fails (a full disk) is shown, naming what was not written, and the conversation goes on.
+
+A turn iota starts by itself — a schedule's trigger, the auto-continue nudge of a task in progress
+— is a `QuietTurn` job: it runs exactly as a typed turn does (the hooks before and after, Ctrl+C,
+approvals, compaction, the host's states), but its message is marked hidden, so the model reads
+it and the transcript does not show it. The attention ping waits until no such turn is queued.
+
+Whatever runs a model turn (the person's message, the memory flush, any later kind) goes through
+`run_model_turn`, which writes the turn's `turn_end` with how it ended — failed, cancelled by the
+person, interrupted by iota stopping — and then calls each `on_turn_saved` hook, without
+waiting: work that follows a turn (a bot's journal) runs beside the lane, in a task of the
+chat's (ChatParts.tasks), never before the next job.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ from iota.chat import ChatSetup
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
-from iota.messages import TURN_END, USER, Message, ToolCall
+from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.sessions.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
@@ -68,7 +79,16 @@ class JobNote:
     text: str
 
 
-Job = UserMessage | Command | JobNote
+@dataclass(frozen=True)
+class QuietTurn:
+    """A turn iota starts by itself. `run` decides, when its turn comes, whether there is still
+    something to do, and sends it with `Lane.quiet_turn`; `name` says what started it."""
+
+    name: str
+    run: Callable[[Lane], Awaitable[None]]
+
+
+Job = UserMessage | Command | JobNote | QuietTurn
 
 
 class Inbox:
@@ -88,6 +108,9 @@ class Inbox:
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def __iter__(self):
+        return iter(self._jobs)
 
     def has(self, kind: type) -> bool:
         return any(isinstance(job, kind) for job in self._jobs)
@@ -116,6 +139,8 @@ class Lane:
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
         self._failed = False  # the running job failed: the host shows the error state after it
+        self.last_turn: Turn | None = None  # the last turn of a message, typed or quiet (None: it failed)
+        self.interruptions = 0  # how many times Ctrl+C (or a signal) cancelled a running job
         self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
         self._idle = trio.Event()
         self._idle.set()
@@ -136,6 +161,12 @@ class Lane:
         self.on_rest: list[Callable[[Lane], None]] = []
         # Files `/file` attached, waiting for the next message the person sends (actors.file_command).
         self.attachments: list[Attachment] = []
+        # Called, without waiting, once each model turn is saved (its turn_end written), with the
+        # turn and how it ended (finished, failed, cancelled, interrupted).
+        self.on_turn_saved: list[Callable[[Turn, str], None]] = []
+        # After /rewind changed the conversation (a bot's journal drops the undone turns).
+        self.after_rewind: list[Callable[[Lane], Awaitable[None]]] = []
+        self._stopping = False  # the chat is leaving: a turn cut short now was interrupted, not cancelled
 
     # -- what the input actor calls --
 
@@ -147,10 +178,13 @@ class Lane:
         self.inbox.put(job)
         self.show_status()
 
-    def interrupt(self) -> bool:
-        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave)."""
+    def interrupt(self, *, stopping: bool = False) -> bool:
+        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave).
+        `stopping`: iota is leaving (a quit, a signal), so the turn is interrupted, not cancelled."""
+        self._stopping = self._stopping or stopping
         if self._job_scope is not None:
             self._job_scope.cancel()
+            self.interruptions += 1
         return self.busy
 
     def cancel_innermost(self) -> None:
@@ -212,14 +246,21 @@ class Lane:
             await self._user_turn(job.text)
         elif isinstance(job, Command):
             await job.run(self, job.argument)
+        elif isinstance(job, QuietTurn):
+            await job.run(self)
         else:
             await self.keep([notice(job.text)])
 
-    async def _user_turn(self, text: str) -> None:
-        self.emit(UserEcho(text))
-        user = Message(USER, content=text, attachments=self.attachments)
-        self.attachments = []
-        if user.attachments:
+    async def quiet_turn(self, text: str) -> None:
+        """A turn of a message iota wrote (a `QuietTurn`'s): the model reads it, nobody sees it."""
+        await self._user_turn(text, hidden=True)
+
+    async def _user_turn(self, text: str, *, hidden: bool = False) -> None:
+        if not hidden:
+            self.emit(UserEcho(text))
+        user = Message(USER, content=text, hidden=hidden)
+        if not hidden and self.attachments:  # what /file attached goes with the person's next message
+            user.attachments, self.attachments = self.attachments, []
             self.notice(attached_line(user.attachments))
         with self.interruptible() as scope:
             for hook in self.before_send:
@@ -229,9 +270,10 @@ class Lane:
             self.emit(TurnEnded(interrupted=True))
             return
         turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        self.last_turn = turn
         for after in self.after_turn:  # a failed turn's memory writes are recorded too
             await after(self)
-        if turn is not None:
+        if turn is not None and not self.inbox.has(QuietTurn):  # the bot goes on working: no call yet
             self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False,
@@ -277,7 +319,11 @@ class Lane:
         if failure is not None:
             await self.record(turn.fail(str(failure)))
         self._join(turn.messages)
-        await self.record([Message(TURN_END, turn=turn.id)], meta=True)
+        outcome = (FAILED if failure is not None else INTERRUPTED if turn.interrupted and self._stopping
+                   else CANCELLED if turn.interrupted else FINISHED)
+        await self.record([Message(TURN_END, turn=turn.id, outcome="" if outcome == FINISHED else outcome)], meta=True)
+        for saved in self.on_turn_saved:
+            saved(turn, outcome)
         if failure is not None:
             return self._failed_turn(failure, quiet=quiet)
         self.emit(TurnEnded(interrupted=turn.interrupted))
@@ -352,9 +398,10 @@ class Lane:
 
     async def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""
-        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in APPROVAL_OPTIONS),
+        options = (Decision.ALLOW_ONCE, Decision.DENY) if request.ask_every_time else APPROVAL_OPTIONS
+        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in options),
                                 ping=request.question, detail=request.detail)
-        return APPROVAL_OPTIONS[answer] if answer is not None else Decision.DENY
+        return options[answer] if answer is not None else Decision.DENY
 
     async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
                   detail: str = "", search: tuple[str, ...] = ()) -> int | None:

@@ -3,6 +3,7 @@
     face (urwid app) ◄── events ── lane, supervisor
     face ── inputs ──► input actor ──► lane (serial jobs) ──► conversation / session
     shell jobs ── notices ──► lane (as notices)
+    a bot's scheduler ── due runs ──► lane (as quiet turns)
     signals (SIGINT, SIGTERM, SIGHUP) ──► interrupt the turn, save it, leave with 130
 
 The face is started first, so the screen is up before anything slow runs (the Anthropic SDK
@@ -54,7 +55,7 @@ class ChatParts:
     after_turn: list[Callable] = field(default_factory=list)
     recover: Callable | None = None                       # a bot's answer to context-too-long
     on_start: list[Callable] = field(default_factory=list)  # given the lane once it runs
-    # Background actors beside the lane (the title pass): `await nursery.start(task, lane)`.
+    # Background actors beside the lane (the title pass, a bot's scheduler): `await nursery.start(task, lane)`.
     tasks: list[Callable] = field(default_factory=list)
     host: Host = field(default_factory=lambda: detect({}))
     # Writes the terminal's escape sequences (progress, attention pings); None writes nothing.
@@ -132,7 +133,7 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
             nursery.start_soon(_watch_signals, lane, leave, everything)
             await leaving.wait()
             if lane.busy:  # a signal or /quit while a turn runs: keep what it finished
-                lane.interrupt()
+                lane.interrupt(stopping=True)
                 with trio.move_on_after(SAVE_ON_EXIT_SECONDS):
                     await lane.wait_idle()
         await parts.setup.aclose()

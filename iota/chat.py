@@ -48,7 +48,9 @@ class ChatSetup:
     warnings: list[str] = field(default_factory=list)   # one-line start-up warnings
     host_lines: list[str] = field(default_factory=list)
     memory_block: str = ""
-    extra_tools: list = field(default_factory=list)   # a bot's `remember`
+    notes_catalog: str = ""   # a bot's notes, refreshed before each message (iota.bots.notes)
+    extra_tools: list = field(default_factory=list)   # a bot's `remember` (and `recall`, and its work's tools)
+    journal: bool = False   # a bot whose journal is open: the prompt tells it to look things up
     # How the `ask` tools reach the person; the interactive chat sets it before opening the tools.
     asker: Asker | None = None
     # The run's `--mcp` servers, and where MCP servers' one-line notices go as (text, warning);
@@ -111,7 +113,8 @@ class ChatSetup:
         return compose(PromptContext(
             project_root=self.project_root, cwd=self.cwd, mode=self.mode, instructions=self.instructions,
             toolsets=toolsets, config_lines=self.config_lines(), host_lines=self.host_lines,
-            skills=self.skills, memory_block=self.memory_block,
+            skills=self.skills, memory_block=self.memory_block, notes_catalog=self.notes_catalog,
+            journal=self.journal,
         ))
 
     def config_lines(self) -> list[str]:

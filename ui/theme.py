@@ -37,6 +37,8 @@ _LOOK: dict[str, tuple[str, tuple[str, ...]]] = {
     "rule": ("default", ("faint",)),
     "status": ("default", ("faint",)),
     "status_running": ("brown", ()),
+    "tasks": ("default", ("faint",)),
+    "tasks_mark": ("dark magenta", ()),
 }
 
 

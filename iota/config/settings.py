@@ -37,6 +37,8 @@ CLOUD_CREDENTIALS = {"bedrock": "AWS credentials from the environment", "vertex"
 # Provider keys that only some types take.
 TYPE_KEYS = {"key": tuple(ENV_KEYS), "region": ("bedrock", "vertex"), "project_id": ("vertex",)}
 EFFORTS = ("minimal", "low", "medium", "high")
+# Turns in a row a bot continues a task in progress by itself before it stops and says so.
+DEFAULT_AUTO_CONTINUE = 10
 # How a model is shown the tools of MCP servers with `defer:` (iota.mcp.defer), and the provider
 # types that speak each protocol: every type the `search_tools` wrapper, Anthropic its own
 # deferred tools, the OpenAI Responses API its tool search, Chat Completions a mount in history.
@@ -195,11 +197,16 @@ class AgentConfig:
     notify: bool = True
     description: str | None = None
     inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
+    journal: bool = True   # a bot's journal and its `recall` tool
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
     top_p: float | None = None
     title_model: str | None = None  # the model of the title pass; None: the agent's own
+    # A bot's work (iota.bots): how many turns in a row it continues a task by itself (0: never),
+    # and the IANA time zone its schedules run in (None: the machine's).
+    auto_continue: int = DEFAULT_AUTO_CONTINUE
+    timezone: str | None = None
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> AgentConfig:
@@ -210,7 +217,8 @@ class AgentConfig:
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
-                   tuple(_texts(raw, "inherit")), **_layered(raw), title_model=_text(raw, "title_model"))
+                   tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw),
+                   title_model=_text(raw, "title_model"), auto_continue=_auto_continue(raw), timezone=_timezone(raw))
 
 
 @dataclass(frozen=True)
@@ -307,6 +315,25 @@ def _layered(raw: dict) -> dict[str, Any]:
     return {"context_window": window, "effort": effort,
             "temperature": _number(raw, "temperature", 0, 2, low_open=False),
             "top_p": _number(raw, "top_p", 0, 1, low_open=True)}
+
+
+def _auto_continue(raw: dict) -> int:
+    value = raw.get("auto_continue", DEFAULT_AUTO_CONTINUE)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadValue("auto_continue", f"want a number of turns from 0 (0 turns it off), got {value!r}")
+    return value
+
+
+def _timezone(raw: dict) -> str | None:
+    name = _text(raw, "timezone")
+    if name is None:
+        return None
+    from iota.bots.timetables import TimetableError, zone_named
+
+    try:
+        return zone_named(name).key
+    except TimetableError as error:
+        raise BadValue("timezone", str(error)) from None
 
 
 def _number(raw: dict, key: str, low: float, high: float, *, low_open: bool) -> float | None:

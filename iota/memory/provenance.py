@@ -129,11 +129,12 @@ def _words_with_stems(text: str, stems: set[str]) -> list[str]:
 
 
 def typed_by_person(messages: Iterable[Message], limit: int = RECENT_MESSAGES) -> list[str]:
-    """The last `limit` messages the person typed, oldest first: user-role, not notices, with a
+    """The last `limit` messages the person typed, oldest first: user-role, not notices, not the
+    hidden messages iota writes (a schedule's trigger repeats the model's own words), with a
     compaction's summary (model-written) lifted off the message it was put in front of."""
     typed = []
     for message in messages:
-        if message.role != USER or message.notice:
+        if message.role != USER or message.notice or message.hidden:
             continue
         text = message.content
         if text.startswith(SUMMARY_HEADER) and SUMMARY_FOOTER in text:

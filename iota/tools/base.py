@@ -42,6 +42,9 @@ class ApprovalRequest:
     grant: str | None = None
     # What a run that cannot ask answers instead, when the usual refusal's advice would be wrong.
     refusal: str = ""
+    # Asked every time, whatever the auto_* settings: no "Allow for this session" (a schedule's
+    # create and delete).
+    ask_every_time: bool = False
 
     @property
     def question(self) -> str:

@@ -5,6 +5,7 @@
     │ …                                        │
     │ chooser   (while a Choose or Ask is open)│
     │ slash suggestions   (text starts with /) │
+    │ ◆ open tasks        (a bot's, if any)    │
     │ ──────────────────────────────────────── │
     │ ❯ composer                               │
     │ ──────────────────────────────────────── │
@@ -37,14 +38,15 @@ from functools import partial
 import urwid
 
 from actors.events import (Ask, Card, CancelInnermost, Choose, ComposerText, ErrorLine, Focus, Interrupt, JobsUpdate,
-                           JobsView, Leave, Notice, Panel, SlashCommands, Status, Submit, TextDelta, ToolEnded,
-                           ToolStarted, TurnEnded, UserEcho)
+                           JobsView, Leave, Notice, OpenTasks, Panel, SlashCommands, Status, Submit, TextDelta,
+                           ToolEnded, ToolStarted, TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
 from ui.widgets.jobs import JobsBrowser
 from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
 from ui.widgets.status import StatusRow
+from ui.widgets.tasks import OpenTasksRows
 from ui.widgets.transcript import Transcript
 
 PROMPT = "❯ "
@@ -64,6 +66,7 @@ class ChatLayout(urwid.WidgetWrap):
         self._composer_row = urwid.Columns([(len(PROMPT), urwid.Text(("composer_mark", PROMPT))), self.composer],
                                            focus_column=1)
         self.status_row = StatusRow(clock)
+        self.open_tasks = OpenTasksRows()
         self._choices: deque[Choose | Ask | JobsView] = deque()
         self._chooser: Chooser | QuestionForm | JobsBrowser | None = None
         self._last_sent = ""  # the message of the turn in progress, offered again if it fails
@@ -82,6 +85,8 @@ class ChatLayout(urwid.WidgetWrap):
             rows += [urwid.Divider(), self._chooser]
         if self.suggestions.showing:
             rows.append(self.suggestions)
+        if self.open_tasks.showing:
+            rows.append(self.open_tasks)
         rows += [self._rules[0], self._composer_row, self._rules[1], self.status_row]
         self._bottom.contents = [(row, self._bottom.options("pack")) for row in rows]
         self._bottom.focus_position = rows.index(self._chooser or self._composer_row)
@@ -112,8 +117,12 @@ class ChatLayout(urwid.WidgetWrap):
                 self._withdraw_choices()
                 if failed and self._last_sent:  # the message stays one Up away
                     self.composer.offer_again(self._last_sent)
+                self._last_sent = ""  # a turn the person did not type (a bot's own) offers nothing
             case Status():
                 self.status_row.show(event)
+            case OpenTasks(rows=rows):
+                self.open_tasks.show(rows)
+                self._arrange_bottom()
             case Choose() | Ask() | JobsView():
                 self._choices.append(event)
                 self._show_next_choice()

@@ -127,6 +127,18 @@ async def memory_probe(loaded, cwd):
     return [source.label for source in bot_memory("a", loaded, cwd).sources()]
 
 
+async def journal_probe(loaded, cwd):
+    """What bot `a`'s chat is given of its journal: the recall tool, and the prompt's guidance."""
+    from contextlib import ExitStack
+
+    from ui.chat_parts import open_chat
+    from ui.cli import build_parser
+
+    with ExitStack() as cleanup:
+        parts = open_chat(build_parser().parse_args(["run", "a"]), loaded, cleanup)
+        return [tool.name for tool in parts.setup.extra_tools], "<journal>" in parts.setup.system_prompt()
+
+
 async def listing_probe(loaded, cwd):
     return render_listing(loaded, "agents"), render_listing(loaded, "models", "a")
 
@@ -189,6 +201,28 @@ async def notify_probe(loaded, cwd):
     return written
 
 
+async def bot_work_probe(loaded, cwd):
+    """What a bot does after a clean turn while a task has a step to do (auto_continue:), and the
+    zone its schedules' approval names (timezone:)."""
+    from types import SimpleNamespace
+
+    from actors.bot_work import open_bot_work
+    from actors.lane import Inbox
+    from iota.agent import Turn
+    from iota.bots.tasks import TaskBook
+
+    bot_dir = cwd / f"bot-{len(list(cwd.glob('bot-*')))}"
+    TaskBook(bot_dir).create("Job", ["a", "b"])
+    work = open_bot_work(chat(loaded, cwd), bot_dir)
+    lane = SimpleNamespace(last_turn=Turn(), inbox=Inbox(), interruptions=0, emit=lambda event: None,
+                           notice=lambda text, warning=False: None, show_status=lambda: None)
+    for after in work.after_turn:
+        await after(lane)
+    schedule = next(tool for tool in work.tools if tool.name == "schedule")
+    asked = schedule.approval_request({"action": "create", "title": "t", "prompt": "p", "timetable": "daily 09:00"})
+    return [job.name for job in lane.inbox], asked.detail.splitlines()[1]
+
+
 def key(section: str, entry: str, **values) -> Callable[[dict], None]:
     def set_key(document: dict) -> None:
         document.setdefault(section, {}).setdefault(entry, {}).update(values)
@@ -248,6 +282,7 @@ CASES = [
     Case("agents.notify", key("agents", "a", notify=False), notify_probe),
     Case("agents.inherit", key("agents", "a", inherit=["main"]), memory_probe,
          base=both(key("agents", "a", mode="bot"), key("agents", "main", mode="bot", model="m"))),
+    Case("agents.journal", key("agents", "a", journal=False), journal_probe, base=key("agents", "a", mode="bot")),
     Case("agents.description", key("agents", "a", description="Writes the docs"), listing_probe),
     Case("agents.context_window", key("agents", "a", context_window="64k"), request_probe),
     Case("agents.effort", key("agents", "a", effort="low"), request_probe),
@@ -255,6 +290,9 @@ CASES = [
     Case("agents.top_p", key("agents", "a", top_p=0.9), request_probe),
     Case("agents.title_model", key("agents", "a", title_model="n"), title_probe,
          base=key("models", "n", provider="p", id="small")),
+    Case("agents.auto_continue", key("agents", "a", auto_continue=0), bot_work_probe, base=key("agents", "a", mode="bot")),
+    Case("agents.timezone", key("agents", "a", timezone="Asia/Tokyo"), bot_work_probe,
+         base=key("agents", "a", mode="bot")),
     # toolsets
     Case("agents.tools.code", tools(code=None), toolbox_probe),
     Case("agents.tools.code.read_only", tools(code={"read_only": True}), toolbox_probe, base=tools(code=None)),

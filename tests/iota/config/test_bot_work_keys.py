@@ -1,0 +1,36 @@
+"""An agent's `auto_continue:` and `timezone:` (a bot's work): defaults, values, one-line refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from iota.config import settings
+from iota.errors import ConfigError
+
+HEAD = "providers:\n  p: {type: openai, key: k}\nmodels:\n  m: p:x\nagents:\n"
+
+
+def load(fake_home, tmp_path, agent: str) -> settings.AgentConfig:
+    (fake_home / ".iota.yaml").write_text(HEAD + agent)
+    return settings.load(tmp_path).agents["b"]
+
+
+def test_defaults_and_values(fake_home, tmp_path):
+    assert (load(fake_home, tmp_path, "  b: {model: m, mode: bot}\n").auto_continue,
+            load(fake_home, tmp_path, "  b: {model: m, mode: bot}\n").timezone) == (10, None)
+    agent = load(fake_home, tmp_path, "  b: {model: m, mode: bot, auto_continue: 0, timezone: America/New_York}\n")
+    assert (agent.auto_continue, agent.timezone) == (0, "America/New_York")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("auto_continue: -1", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got -1"),
+    ("auto_continue: yes", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got True"),
+    ("auto_continue: 2.5", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got 2.5"),
+    ("timezone: Europe/Atlantis", 'agents.b.timezone: unknown time zone "Europe/Atlantis" (want an IANA name such '
+                                  "as Europe/Berlin)"),
+    ("timezne: UTC", "agents.b.timezne: unknown key (want model, choices,"),
+])
+def test_a_bad_value_fails_the_load_at_its_key(fake_home, tmp_path, entry, message):
+    with pytest.raises(ConfigError) as caught:
+        load(fake_home, tmp_path, f"  b: {{model: m, mode: bot, {entry}}}\n")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
