@@ -330,6 +330,7 @@ class Session:
             self._append([Message(REWIND, content=text, rewound_to=target)], durable=True, meta=False)
             try:
                 view, index = load_log(self.dir / LOG_NAME, self.meta.get(_INDEX_KEY))
+                view.messages = attachments.bind(view.messages, self.dir)
             except OSError as exc:
                 raise SessionError(f"failed to read session {self.id} after the rewind: {exc.strerror}") from exc
             self._index = index

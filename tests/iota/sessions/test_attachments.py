@@ -135,3 +135,15 @@ def test_save_and_fork_carry_the_files_into_the_new_bundle():
     assert (child.dir / "attachments" / sha).read_bytes() == png()
     assert child.view.messages[0].attachments[0].bundle == child.dir
     child.close()
+
+
+def test_after_a_rewind_the_earlier_attachments_still_read_from_the_bundle():
+    session = new_session()
+    session.append([Message(USER, "see", attachments=[make_attachment("a.png", png())]), Message(ASSISTANT, "red")])
+    session.append([Message(USER, "later"), Message(ASSISTANT, "ok")])
+    session.close()
+    reopened = Session.open(session.dir)
+    later = [offset for offset, text in reopened.rewind_points() if text == "later"][0]
+    view = reopened.rewind(later)
+    assert view.messages[0].attachments[0].read() == png()
+    reopened.close()
