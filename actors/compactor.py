@@ -163,8 +163,10 @@ class BotCompactor:
         self.flush_queued = False
         lane.notice(compaction.FLUSH_TRANSCRIPT_LINE)
         request = notice(compaction.flush_notice(self.memory.current().body))
+        # A flush that fails calls nobody back and sets no error state (the seed's "sends no
+        # notification"): the compaction runs anyway, and its own failures raise the alarm.
         with lane.labelled(FLUSH_STATUS):
-            turn = await lane.run_model_turn(request, Toolbox([self.remember]))
+            turn = await lane.run_model_turn(request, Toolbox([self.remember]), quiet=True)
         if turn is not None and turn.interrupted:
             lane.notice(FLUSH_INTERRUPTED, warning=True)
         saved = self.memory.take_notices()

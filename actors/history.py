@@ -3,7 +3,8 @@
 A resumed chat (and one `/session` switched to) shows the end of its conversation at once and
 the rest as the person scrolls up: the face sends `LoadOlder`, the input actor calls
 `SessionHistory.send_older`, and the page goes back as one `Older` event. Every record the log
-keeps is shown as it happened: the person's messages, the replies, each tool call with what it
+keeps is shown as it happened: the person's messages (and the files attached to them), the
+replies, each tool call with what it
 acted on and what the model read back, notices, and each compaction as one dim line (not the
 summary-preambled message the model is sent); what iota wrote for the model alone is left out.
 """
@@ -18,6 +19,7 @@ import trio
 from actors.events import (Compaction, Notice, Older, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
 from iota.messages import ASSISTANT, COMPACTION, TOOL, USER, Message, ToolCall
+from iota.sessions.attachments import attached_line
 from iota.sessions.history import LogHistory
 from iota.sessions.log import LOG_NAME
 
@@ -61,6 +63,8 @@ def history_events(records: list[Message]) -> list:
             continue
         if record.role == USER:
             events.append(Notice(record.content) if record.notice else UserEcho(record.content))
+            if record.attachments and not record.notice:
+                events.append(Notice(attached_line(record.attachments)))
         elif record.role == ASSISTANT:
             if record.content:
                 events.append(TextDelta(record.content))

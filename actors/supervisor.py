@@ -133,7 +133,7 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
             nursery.start_soon(_watch_signals, lane, leave, everything)
             await leaving.wait()
             if lane.busy:  # a signal or /quit while a turn runs: keep what it finished
-                lane.interrupt()
+                lane.interrupt(stopping=True)
                 with trio.move_on_after(SAVE_ON_EXIT_SECONDS):
                     await lane.wait_idle()
         await parts.setup.aclose()

@@ -19,9 +19,10 @@ from typing import AsyncIterator, Callable
 
 import trio
 
-from iota.config import settings
+from iota.config import params, settings
 from iota import paths
 from iota.config.settings import AgentConfig, Config, ResolvedModel
+from iota.debug_log import DebugLog
 from iota.errors import ConfigError
 from iota.mcp.servers import servers_for_run
 from iota.messages import Message
@@ -48,7 +49,8 @@ class ChatSetup:
     host_lines: list[str] = field(default_factory=list)
     memory_block: str = ""
     notes_catalog: str = ""   # a bot's notes, refreshed before each message (iota.bots.notes)
-    extra_tools: list = field(default_factory=list)   # a bot's `remember`
+    extra_tools: list = field(default_factory=list)   # a bot's `remember` (and `recall`, and its work's tools)
+    journal: bool = False   # a bot whose journal is open: the prompt tells it to look things up
     # How the `ask` tools reach the person; the interactive chat sets it before opening the tools.
     asker: Asker | None = None
     # The run's `--mcp` servers, and where MCP servers' one-line notices go as (text, warning);
@@ -57,6 +59,8 @@ class ChatSetup:
     on_mcp_event: Callable[[str, bool], None] | None = None
     # What the iota that started this one confines it to (None: it was not started confined).
     confinement: Confinement | None = None
+    # `/debug`: while on, every request the chat's provider makes is recorded (iota.debug_log).
+    debug: DebugLog = field(default_factory=DebugLog)
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -65,10 +69,10 @@ class ChatSetup:
         return self.agent.mode
 
     def provider(self) -> Provider:
-        """The provider, made on first use."""
+        """The provider, made on first use (recording its round trips while /debug is on)."""
         if self._provider is None:
             self._provider = self.new_provider(self.model)
-        return self._provider
+        return self.debug.wrap(self._provider) if self.debug.on else self._provider
 
     def new_provider(self, model: ResolvedModel) -> Provider:
         """A provider of its own for `model` (the title pass's); the caller closes it."""
@@ -90,8 +94,9 @@ class ChatSetup:
 
     def switch_model(self, name: str) -> None:
         """`/model`: another model for the rest of this process; the agent's layered parameters
-        still apply. The config on disk is not changed."""
-        self.model = settings.resolve_model(self.config, self.agent, name)
+        still apply, and a value set by hand in /model stays where the new model's config says
+        nothing. The config on disk is not changed."""
+        self.model = params.carry_over(self.model, settings.resolve_model(self.config, self.agent, name))
         if self._provider is not None:
             self._retired.append(self._provider)
         self._provider = None
@@ -109,6 +114,7 @@ class ChatSetup:
             project_root=self.project_root, cwd=self.cwd, mode=self.mode, instructions=self.instructions,
             toolsets=toolsets, config_lines=self.config_lines(), host_lines=self.host_lines,
             skills=self.skills, memory_block=self.memory_block, notes_catalog=self.notes_catalog,
+            journal=self.journal,
         ))
 
     def config_lines(self) -> list[str]:
@@ -212,10 +218,14 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
                  system_override: str | None = None, replay: dict | None = None,
                  interactive: bool = True, mcp_flags: list[str] | None = None) -> ChatSetup:
     """Settle everything a chat takes from the config. `replay` is a resumed session's meta,
-    whose model and tuning are kept unless `-M` names another model."""
+    whose model and tuning are kept unless `-M` names another model: its layered parameters and
+    their sources replay as recorded, not evaluated from the config again (iota.config.params)."""
+    replayed = None
     if replay and not model_override and replay.get("provider") and replay.get("model"):
-        model_override = _replayed_model(loaded, replay)
+        model_override = replayed = _replayed_model(loaded, replay)
     model = settings.resolve_model(loaded, agent, model_override)
+    if replayed is not None:
+        model = params.replay(model, replay, settings.DEFAULT_CONTEXT_WINDOW)
     confinement = Confinement.from_environment(os.environ)
     if confinement is not None:
         enforce_confinement(confinement, loaded, agent, cwd, interactive=interactive, mcp_flags=mcp_flags or [])

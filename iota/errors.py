@@ -8,6 +8,7 @@
     │   ├── SessionLocked          another live process holds the bundle's lock (names its pid)
     │   └── LockingUnsupported     the filesystem cannot hold a lock, so nothing is written there
     ├── BotError                   a bot's requirements, pointer or directory are not right
+    ├── SearchError                a search index cannot be opened, read or rebuilt
     ├── ProviderError              a model provider failed
     │   ├── MissingAPIKey          no key in the environment or the config
     │   ├── ContextTooLong         the request does not fit the model's window (compaction can fix it)
@@ -61,6 +62,10 @@ class LockingUnsupported(SessionError):
 
 
 class BotError(IotaError):
+    pass
+
+
+class SearchError(IotaError):
     pass
 
 

@@ -7,13 +7,21 @@ notice, compacted_through, usage, then the later keys) and leaves out every empt
 zero value, so the log stays small and diffable.
 
 The later keys are `system_cleared`, `flush_skipped`, `turn` (the id of the turn a record
-was written in), the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer), and
+was written in), the deferred tools' `server_blocks` and `mounted_tools` (iota.mcp.defer),
 `hidden`: a message iota wrote for the model that the person did not type and is not shown — a
-schedule's trigger, the auto-continue nudge, the open tasks sent with a turn. The model is sent
-it like any other; the transcript, a resume's echo and search leave it out. Three roles are the
-log's own bookkeeping, never sent to a model (see
+schedule's trigger, the auto-continue nudge, the open tasks sent with a turn, the journal
+entries attached to a message. The model is sent it like any other; the transcript, a resume's
+echo and search leave it out. Then `outcome`: how a turn ended (on its `turn_end`), and
+`rewound_to` (on a `rewind`), and `attachments`: the files a user message carries (`/file`), as
+the Rust iota writes them, `[{filename, mime, data_ref: "sha256:<hex>"}]`
+(iota.sessions.attachments). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
-tool call is about to run) and `turn_end` (the turn finished: done, interrupted or failed).
+tool call is about to run) and `turn_end` (the turn is over; its `outcome` is `failed`,
+`cancelled` (the person stopped it) or `interrupted` (iota stopped: a signal, a quit, a crash),
+and absent when it finished). A `rewind` record undoes the records from byte `rewound_to` of the
+log up to itself: the conversation goes on from just before them (iota.sessions.log). The writer
+stamps `turn_end`, `compaction` and `rewind` records with `at`, the time it wrote them
+(iota.sessions.bundle); a `Message` does not carry it.
 """
 
 from __future__ import annotations
@@ -21,9 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from iota.sessions.attachments import Attachment
+
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
 PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"
-ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END)
+REWIND = "rewind"
+ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END, REWIND)
+# How a turn ended, as its `turn_end` record says (a finished turn says nothing).
+FINISHED, FAILED, CANCELLED, INTERRUPTED = "finished", "failed", "cancelled", "interrupted"
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,9 @@ class Message:
     server_blocks: list[dict[str, Any]] = field(default_factory=list)
     mounted_tools: list[dict[str, Any]] = field(default_factory=list)
     hidden: bool = False
+    outcome: str = ""                 # turn_end: failed | cancelled | interrupted ("" finished)
+    rewound_to: int | None = None     # rewind: the byte offset of the first record undone
+    attachments: list[Attachment] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -125,6 +141,12 @@ class Message:
             record["mounted_tools"] = self.mounted_tools
         if self.hidden:
             record["hidden"] = True
+        if self.outcome:
+            record["outcome"] = self.outcome
+        if self.rewound_to is not None:
+            record["rewound_to"] = self.rewound_to
+        if self.attachments:
+            record["attachments"] = [attachment.to_record() for attachment in self.attachments]
         return record
 
     @classmethod
@@ -144,6 +166,7 @@ class Message:
 
         calls = record.get("tool_calls") or []
         through = record.get("compacted_through")
+        rewound_to = record.get("rewound_to")
         usage = record.get("usage")
         return cls(
             role=text("role"),
@@ -163,4 +186,7 @@ class Message:
             server_blocks=objects("server_blocks"),
             mounted_tools=objects("mounted_tools"),
             hidden=flag("hidden"),
+            outcome=text("outcome"),
+            rewound_to=rewound_to if type(rewound_to) is int else None,
+            attachments=[a for a in map(Attachment.from_record, objects("attachments")) if a is not None],
         )

@@ -9,7 +9,8 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 4. `<instructions>`              the person's system prompt (bare, untagged, without a harness)
 5. the AGENTS.md chain           agent and bot mode
 6. the skills catalog            agent and bot mode, with at least one valid skill
-7. the notes catalog             bots with notes (iota.bots.notes; the bodies are read on demand)
+7. `<journal>`                   bots that keep a journal: look up earlier work before answering
+8. the notes catalog             bots with notes (iota.bots.notes; the bodies are read on demand)
 8. the memory blocks             bots: global memory, inherited memory, the bot's memory
                                  directory (SOUL.md, USER.md, BRIEF.md, the others), MEMORY.md —
                                  in that fixed order, one block a file, composed by
@@ -17,6 +18,8 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 
 The memory comes last because it changes most often: everything before it stays in the
 provider's cache when a memory file is edited, and a file's edit changes its own block only.
+Nothing here changes from turn to turn (the date only daily): per-turn context (a bot's journal
+entries) rides on the message instead.
 """
 
 from __future__ import annotations
@@ -48,6 +51,13 @@ Changes apply from the next session.
 </iota_cli>"""
 
 
+JOURNAL_GUIDANCE = """\
+<journal>
+iota keeps a journal of everything you do here: after each turn it writes down what was asked, the tools you used and on what, how many failed, the beginning and end of your answer, and the files you wrote. Entries of turns no longer in this conversation come with the user's messages, marked [journal].
+When the user refers to earlier work ("like last time", "where are we on the audit?", "what did we decide about X?"), check those entries and search your past with the recall tool before answering; reread a session with recall's read action when you need the details. Never claim not to remember: look it up, then say what you found, or that you found nothing.
+</journal>"""
+
+
 @dataclass
 class PromptContext:
     """Everything the prompt is composed from, gathered by the chat at send time."""
@@ -61,6 +71,7 @@ class PromptContext:
     host_lines: list[str] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
     memory_block: str = ""
+    journal: bool = False                       # a bot that keeps a journal (and has `recall`)
     notes_catalog: str = ""
     today: datetime.date | None = None
 
@@ -80,6 +91,8 @@ def compose(context: PromptContext) -> str:
         segments.append(agents_chain(context.project_root, context.cwd))
         segments.append(catalog(context.skills))
     if context.mode == "bot":
+        if context.journal:
+            segments.append(JOURNAL_GUIDANCE)
         segments.append(context.notes_catalog)
         segments.append(context.memory_block)
     return "\n\n".join(segment for segment in segments if segment)

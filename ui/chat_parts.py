@@ -19,6 +19,7 @@ from actors.bot_work import BotWork, open_bot_work
 from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
+from actors.journal import JournalKeeper
 from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.supervisor import ChatParts
@@ -29,6 +30,7 @@ from iota.config import settings, trust
 from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
+from iota.bots.journal import Journal, bot_sources
 from iota.errors import IotaError, SessionLocked
 from iota.hosts import detect, host_lines
 from iota.mcp.servers import servers_for_run
@@ -37,6 +39,7 @@ from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, list_sessions, lock_bundle
 from iota.sessions.tree import tree_choices
+from iota.tools.recall import Recall
 from iota.tools.remember import Remember
 from ui.commands.resumed import resumed_session
 
@@ -95,13 +98,16 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
         before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
-                     compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else [])],
+                     compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else []),
+                     *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
                     *(work.after_turn if work else [])],
         recover=compactor.recover if compactor else None,
         on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
-        # A bot's session keeps the bot's name (no title pass); its scheduler runs beside the lane.
-        tasks=(work.actors if work else []) if chat.bot else [Titler(setup).run])
+        # A bot's session keeps the bot's name (no title pass); its scheduler and its journal's
+        # writer run beside the lane.
+        tasks=[*(work.actors if work else []), *([chat.journal.run] if chat.journal else [])] if chat.bot
+        else [Titler(setup).run])
     return parts
 
 
@@ -117,6 +123,7 @@ class _Opened:
     compactor: BotCompactor | None = None
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
     work: BotWork | None = None           # a bot's tasks, schedules and notes
+    journal: JournalKeeper | None = None  # a bot's journal, unless `journal: false`
     history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
 
     @property
@@ -174,7 +181,26 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, history)
+    journal = _open_journal(setup, start, cleanup, warnings)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, history)
+
+
+def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
+                  warnings: list[str]) -> JournalKeeper | None:
+    """The bot's journal and its `recall` tool, unless `journal: false`. A journal that cannot be
+    opened is a warning: the bot runs without it."""
+    if not setup.agent.journal:
+        return None
+    try:
+        journal = Journal.open(start.dir, bot_sources(start.dir))
+    except IotaError as error:
+        warnings.append(f"journal: {error}; this run keeps none")
+        return None
+    cleanup.callback(journal.close)
+    cleanup.callback(journal.finish)  # first: what the last turns wrote is indexed before the run ends
+    setup.extra_tools.append(Recall(journal))
+    setup.journal = True
+    return JournalKeeper(journal)
 
 
 class _TypedByPerson:

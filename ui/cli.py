@@ -7,7 +7,8 @@
     iota sessions [rename|archive|unarchive|parent|unparent]
     iota config [check|path|init]
     iota mcp [add|list|get|remove|login|logout]
-    iota bots [show <name>|rm <name>]
+    iota search <words> [--agent NAME] [--since 7d]
+    iota bots [show <name>|rm <name>|reindex <name>]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;
@@ -25,6 +26,7 @@ from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
 from ui.commands.bots import add_bots_parser
 from ui.commands.mcp import add_mcp_parser
+from ui.commands.search import add_search_parser
 from ui.commands.sessions import add_sessions_parser
 
 
@@ -66,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
 
     add_mcp_parser(commands)
+    add_search_parser(commands)
     add_bots_parser(commands)
     commands.add_parser("version", help="print the version")
     return parser
@@ -124,6 +127,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from ui.commands.mcp import mcp_command
 
         return mcp_command(args)
+    if command == "search":
+        from ui.commands.search import search_command
+
+        return search_command(args)
     if command == "bots":
         from ui.commands.bots import bots_command
 

@@ -166,7 +166,7 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BotError(f"cannot create {directory}: {exc.strerror}") from exc
-    lock = locking.acquire(directory / LOCK_NAME, lambda pid: lock_refusal(name, pid))
+    lock = lock_bot(name, directory)
     try:
         try:
             ensure_memory(directory, name)
@@ -206,6 +206,12 @@ def bot_memory(name: str, config: Config, project_root: Path) -> BotMemory:
     for inherited in inherits:
         _check_name(inherited)
     return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits)
+
+
+def lock_bot(name: str, directory: Path) -> locking.HeldLock:
+    """Take bot `name`'s lock (held while a process runs it, or changes what it owns), or raise
+    `bot <name> is open in another iota process (pid …)`."""
+    return locking.acquire(directory / LOCK_NAME, lambda pid: lock_refusal(name, pid))
 
 
 def lock_refusal(name: str, pid: int | None) -> str:
@@ -298,6 +304,16 @@ def check_not_bot_session(session_id: str) -> None:
 def bot_session_ids() -> set[str]:
     """The ids every bot's pointer names, for pickers that leave bots' sessions out."""
     return {pointed for _, pointed in _pointers(lambda why: f"cannot tell which sessions belong to bots: {why}")}
+
+
+def pointed_session(directory: Path) -> str | None:
+    """The id of the session the bot in `directory` has (None: none yet); BotError if its
+    pointer cannot be read."""
+    pointer = directory / POINTER_NAME
+    try:
+        return _read_pointer(pointer)
+    except _BadPointer as bad:
+        raise BotError(f"cannot tell which session bot {directory.name} has: {bad.reason}; {bad.fix}") from None
 
 
 def _pointers(context: Callable[[str], str]) -> Iterator[tuple[Path, str]]:

@@ -117,9 +117,11 @@ def lock_holder(lock: Path) -> tuple[bool, int | None]:
 
 
 def bot_files(directory: Path) -> list[str]:
-    """The files of a bot's directory, relative to it (`memory/SOUL.md`), by name."""
+    """The files of a bot's directory, relative to it (`memory/SOUL.md`), by name; SQLite's
+    companions of the journal (`journal.sqlite-wal`, `-shm`) are its own business."""
     try:
-        return sorted(str(path.relative_to(directory)) for path in directory.rglob("*") if not path.is_dir())
+        return sorted(str(path.relative_to(directory)) for path in directory.rglob("*")
+                      if not path.is_dir() and not path.name.endswith(("-wal", "-shm")))
     except OSError:
         return []
 

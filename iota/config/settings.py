@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from iota import paths
-from iota.config import inheritance, trust
+from iota.config import inheritance, params, trust
+from iota.config.params import ParamSources
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
@@ -196,6 +197,7 @@ class AgentConfig:
     notify: bool = True
     description: str | None = None
     inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
+    journal: bool = True   # a bot's journal and its `recall` tool
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
@@ -215,8 +217,8 @@ class AgentConfig:
         return cls(name, _text(raw, "model"), tuple(_texts(raw, "choices")), _text(raw, "system"),
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
-                   tuple(_texts(raw, "inherit")), **_layered(raw), title_model=_text(raw, "title_model"),
-                   auto_continue=_auto_continue(raw), timezone=_timezone(raw))
+                   tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw),
+                   title_model=_text(raw, "title_model"), auto_continue=_auto_continue(raw), timezone=_timezone(raw))
 
 
 @dataclass(frozen=True)
@@ -526,11 +528,12 @@ class ResolvedModel:
     # Which layer set context_window: "agent", "model" or "default" (the bot check names it).
     window_source: str
     defer_mode: str = "normal"
+    param_sources: ParamSources = ParamSources()  # where each layered value came from (iota.config.params)
 
     def meta_fields(self) -> dict[str, Any]:
         """What a session's meta.json records of the model (None clears a dropped setting)."""
         return dict(provider=self.provider.name, model=self.id, temperature=self.temperature, top_p=self.top_p,
-                    context_window=self.context_window, effort=self.effort)
+                    context_window=self.context_window, effort=self.effort, param_sources=self.param_sources.to_record())
 
 
 def find_agent(config: Config, name: str) -> AgentConfig:
@@ -561,7 +564,7 @@ def resolve_model(config: Config, agent: AgentConfig, override: str | None = Non
         temperature=agent.temperature if agent.temperature is not None else model.temperature,
         top_p=agent.top_p if agent.top_p is not None else model.top_p,
         reports_usage=model.reports_usage, supports_tools=model.supports_tools,
-        window_source=source, defer_mode=model.defer_mode,
+        window_source=source, defer_mode=model.defer_mode, param_sources=params.evaluate(agent, model),
     )
 
 

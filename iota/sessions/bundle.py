@@ -7,6 +7,7 @@ bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.
     ~/.iota/sessions/projects/<slug>/<id>/     agent-mode sessions, one bucket per project
         meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
         messages.jsonl   the conversation, append-only (see iota.sessions.log)
+        attachments/     the files messages carry, one per content hash (iota.sessions.attachments)
         .lock            held by the one process writing the bundle; holds its pid
 
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
@@ -34,9 +35,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from iota.sessions import locking
+from iota.sessions import attachments, locking
 from iota.errors import AmbiguousSession, SessionError, SessionNotFound
-from iota.messages import ASSISTANT, COMPACTION, PARTIAL, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER, Message
+from iota.messages import (ASSISTANT, COMPACTION, PARTIAL, REWIND, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER,
+                           Message)
 from iota.paths import sessions_dir
 from iota.sessions.log import (
     INTERRUPTED_RESULT,
@@ -76,6 +78,10 @@ TURN_ID_LENGTH = 8
 _INDEX_KEY = "view_index"
 _PLAUSIBLE_ID = re.compile(r"[0-9A-Za-z]+")
 MESSAGE_ROLES = frozenset({SYSTEM, USER, ASSISTANT, TOOL})
+# The records stamped with the time they were written (`at`): the end of each turn, which dates
+# every record of the turn, and the compactions and rewinds between turns. (The records of the
+# conversation itself stay as the Rust iota writes them.)
+STAMPED_ROLES = frozenset({COMPACTION, TURN_END, REWIND})
 
 
 # -- ids ---------------------------------------------------------------------------------------------
@@ -120,7 +126,7 @@ def _bundles_in(bucket: Path) -> list[Path]:
         return []
 
 
-def _all_bundles() -> list[Path]:
+def all_bundles() -> list[Path]:
     return [bundle for bucket in _bucket_dirs() for bundle in _bundles_in(bucket)]
 
 
@@ -135,7 +141,7 @@ def resolve_session(prefix: str, scope: Path | None = None, *, include_archived:
     if not _PLAUSIBLE_ID.fullmatch(prefix):
         raise SessionError(f'invalid session id "{prefix}"')
     try:
-        views = ([_bundles_in(scope)] if scope is not None else []) + [_all_bundles()]
+        views = ([_bundles_in(scope)] if scope is not None else []) + [all_bundles()]
     except OSError as exc:
         raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
     archived_match = False
@@ -210,6 +216,7 @@ class Session:
             meta, rebuilt = read_or_rebuild_meta(bundle)
             cut = cut_torn_tail(log) if log.exists() else None
             view, index = load_log(log, meta.get(_INDEX_KEY))
+            view.messages = attachments.bind(view.messages, bundle)
             view.warnings[:0] = [warning for warning in (rebuilt, cut) if warning]
             session = cls(bundle, meta, view, index)
             session._lock = lock
@@ -264,11 +271,17 @@ class Session:
             raise SessionError(f"session {self.id} was closed; nothing more can be saved to it")
         if not messages:
             return
-        lines = [encode_record(message) for message in messages]
+        stamp = now_stamp()
+        lines = [encode_record(message, stamp if message.role in STAMPED_ROLES else "") for message in messages]
         if self._log_fd is None:
             self._materialize()
         fd = self._log_fd
         assert fd is not None
+        try:  # the files a record refers to are on disk before it is
+            attachments.store(self.dir, [a for message in messages for a in message.attachments])
+        except OSError as exc:
+            raise SessionError(f"failed to save session {self.id}: {describe(messages)} not written: its attachment "
+                               f"could not be stored: {exc.strerror}") from exc
         start = os.fstat(fd).st_size
         try:
             for line in lines:
@@ -296,6 +309,37 @@ class Session:
         if meta:
             self.meta["updated_at"] = now_stamp()
             self._write_meta()
+
+    def rewind_points(self) -> list[tuple[int, str]]:
+        """The person's messages in the conversation as the log now holds it, (offset, text),
+        oldest first: where `rewind` can go back to."""
+        try:
+            view, _ = load_log(self.dir / LOG_NAME, self.meta.get(_INDEX_KEY))
+        except OSError as exc:
+            raise SessionError(f"failed to read session {self.id}: {exc.strerror}") from exc
+        return view.rewind_points
+
+    def rewind(self, target: int, text: str = "") -> SessionView:
+        """Undo the conversation from the person's message at byte `target` on: a `rewind`
+        record is appended (nothing is deleted), and the view is loaded again from the log, as
+        it stood just before that message. `text` (the message) is kept in the record for a
+        person reading the log. Returns the new view, also in `self.view`."""
+        if target not in {offset for offset, _ in self.rewind_points()}:
+            raise SessionError(f"session {self.id}: there is no message of yours at byte {target} to rewind to")
+        with self._writing:
+            self._append([Message(REWIND, content=text, rewound_to=target)], durable=True, meta=False)
+            try:
+                view, index = load_log(self.dir / LOG_NAME, self.meta.get(_INDEX_KEY))
+                view.messages = attachments.bind(view.messages, self.dir)
+            except OSError as exc:
+                raise SessionError(f"failed to read session {self.id} after the rewind: {exc.strerror}") from exc
+            self._index = index
+            self._store_checkpoint()
+            self.meta["message_count"] = view.message_count
+            self.meta["updated_at"] = now_stamp()
+            self._write_meta()
+        self.view = view
+        return view
 
     def update_meta(self, *, touch: bool = True, **changes: Any) -> None:
         """Set meta fields; meta.json changes only if a value really changed. `touch` moves
@@ -388,7 +432,8 @@ def describe(messages: Sequence[Message]) -> str:
             name = f"the result of {message.tool_call_name or 'a tool call'}"
         else:
             name = {SYSTEM: "the system prompt", COMPACTION: "the compaction", PARTIAL: "the streamed reply text",
-                    TOOL_STARTED: "the start of a tool call", TURN_END: "the end of the turn"}.get(
+                    TOOL_STARTED: "the start of a tool call", TURN_END: "the end of the turn",
+                    REWIND: "the rewind"}.get(
                         message.role, f"a {message.role} record")
         if name not in names:
             names.append(name)
@@ -448,7 +493,7 @@ def list_sessions(scope: Path | None = None, *, include_archived: bool = False) 
     """Every bundle (or those in the bucket `scope`), most recently updated first, unknown times
     last; archived ones only with `include_archived`."""
     try:
-        bundles = _bundles_in(scope) if scope is not None else _all_bundles()
+        bundles = _bundles_in(scope) if scope is not None else all_bundles()
     except OSError as exc:
         raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
     infos = [info for info in map(SessionInfo.read, bundles) if include_archived or not info.archived]

@@ -11,6 +11,10 @@ then the turn's own list is what the next request is built from. Records outside
 chat that does not save (`--no-save`) has no session until `/save` gives it one; `save_as` then
 writes the whole backlog in one append, without turn ids: those turns are over, and no
 `turn_end` was ever written for them.
+
+`/rewind` goes back to just before one of the person's messages (`rewind_points`, `rewind`):
+a saving chat appends a `rewind` record and continues from the view the log then gives (see
+iota.sessions.log); a chat that does not save drops the messages from there on.
 """
 
 from __future__ import annotations
@@ -20,6 +24,17 @@ from dataclasses import dataclass, field
 
 from iota.messages import SYSTEM, USER, Message
 from iota.sessions.bundle import Session
+from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER
+
+
+@dataclass(frozen=True)
+class RewindPoint:
+    """One of the person's messages the conversation can go back to: where its record starts
+    in the log (a saving chat), or where it is among the live messages (one that does not save)."""
+
+    text: str
+    offset: int | None = None
+    index: int | None = None
 
 
 @dataclass
@@ -73,11 +88,37 @@ class Conversation:
             self._append(self.session, [record])
         self.messages = list(messages)
 
+    def rewind_points(self) -> list[RewindPoint]:
+        """The person's messages in the conversation, oldest first. Blocking I/O when saving."""
+        if self.session is not None and self.session.on_disk:
+            return [RewindPoint(text, offset=offset) for offset, text in self.session.rewind_points()]
+        return [RewindPoint(_without_preamble(m.content)[1], index=i) for i, m in enumerate(self.messages)
+                if m.role == USER and not m.notice and not m.hidden]
+
+    def rewind(self, point: RewindPoint) -> None:
+        """Continue from just before `point`'s message. Blocking I/O when saving."""
+        if point.offset is not None and self.session is not None:
+            self.session.rewind(point.offset, point.text)
+            self.switch_to(self.session)
+            return
+        assert point.index is not None
+        preamble, _ = _without_preamble(self.messages[point.index].content)
+        # A summary riding on the message stays: it stands for what came before it.
+        self.messages = self.messages[: point.index] + ([Message(USER, preamble)] if preamble else [])
+
     def _append(self, session: Session, records: list[Message], *, durable: bool = True, meta: bool = True) -> None:
         if self.instructions and not self.system_saved:
             records = [Message(SYSTEM, content=self.instructions), *records]
         session.append(records, durable=durable, meta=meta)
         self.system_saved = True
+
+
+def _without_preamble(content: str) -> tuple[str, str]:
+    """(the compaction summary preamble a message carries, or "", the rest of its text)."""
+    if content.startswith(SUMMARY_HEADER) and SUMMARY_FOOTER in content:
+        preamble, rest = content.split(SUMMARY_FOOTER, 1)
+        return preamble + SUMMARY_FOOTER, rest
+    return "", content
 
 
 def notice(text: str) -> Message:

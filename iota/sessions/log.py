@@ -22,6 +22,14 @@ Conversation messages are the user, assistant and tool records; N counts them fr
 of the log. System records, compaction markers, the bookkeeping records (`partial`,
 `tool_started`, `turn_end`) and records of unknown roles are not counted.
 
+Rewinding does not delete anything either. `/rewind` appends `{"role":"rewind","rewound_to":X,…}`:
+the records from byte X (where one of the person's messages starts) up to the rewind record are
+undone, and the view is built as if they had never been written — the log as it stood just
+before X, followed by whatever comes after the rewind record. Every count above (N, the
+conversation records, `message_count`) counts the records that are not undone, so a compaction
+after a rewind names its N in the same terms; a compaction marker or system record that was
+undone gives way to the one before it. A rewind record that names no earlier byte is ignored.
+
 Loading without re-reading history
 ----------------------------------
 A bot's log never ends: after a year it may hold a hundred thousand records of which the view
@@ -45,7 +53,7 @@ file. The loader still checks what it can without reading the skipped part: the 
 `offset` (and at the system offset) must hash to the recorded sha256 (its first 16 hex digits),
 the system line must be a system record, and the scan must meet a compaction marker whose
 retained start is at or after the checkpoint (a marker appended by another program may reach
-further back). If any check fails it falls back to a full scan from byte 0, which is always
+further back), and no rewind may reach back before the checkpoint. If any check fails it falls back to a full scan from byte 0, which is always
 right, merely slower. What it cannot check is a claim of absence: a checkpoint saying "no system
 record before this" is believed, so a hand-edited meta.json can hide a system prompt.
 
@@ -67,11 +75,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from iota.errors import SessionError
-from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
+from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER, Message, Usage
 from iota.sessions.repair import BOOKKEEPING_ROLES, INTERRUPTED_RESULT, LOG_NAME, assemble, repair_tail
 
-__all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "encode_record",
-           "json_bytes", "load_log", "repair_tail", "summary_preamble"]
+__all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "decode_record",
+           "encode_record", "json_bytes", "load_log", "read_lines", "repair_tail", "summary_preamble"]
 
 # The longest line (record plus newline) written to or read from the log.
 LINE_CAP = 32 * 1024 * 1024
@@ -90,13 +98,16 @@ def summary_preamble(summary: str) -> str:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def encode_record(message: Message) -> bytes:
-    """One log line: the compact record plus `\\n`, cut to fit `LINE_CAP` if it is longer.
+def encode_record(message: Message, at: str = "") -> bytes:
+    """One log line: the compact record (stamped `at`, when given) plus `\\n`, cut to fit
+    `LINE_CAP` if it is longer.
 
     An over-long record keeps its shape: its content (then, if that is not enough, its
     reasoning) loses its tail and ends with a note of how far over the cap the record was.
     """
     record = message.to_record()
+    if at:
+        record["at"] = at
     line = _dump(record)
     if len(line) <= LINE_CAP:
         return line
@@ -149,7 +160,7 @@ def cut_torn_tail(path: Path) -> str | None:
         while end > 0:
             start = _previous_newline(f, end - 1) + 1
             f.seek(start)
-            if _decode(f.read(end - start)) is not None:
+            if decode_record(f.read(end - start)) is not None:
                 break
             end = start
             lines_cut += 1
@@ -194,27 +205,36 @@ class SessionView:
     closing: list[Message] = field(default_factory=list)
     # Message records in the whole log, system records included (meta.json's `message_count`).
     message_count: int = 0
+    # The person's messages in the view (not notices, not what iota wrote for the model alone),
+    # (byte offset of the record, text), oldest first: where `/rewind` can go back to.
+    rewind_points: list[tuple[int, str]] = field(default_factory=list)
 
 
 class LogIndex:
     """Where the records the view depends on sit in the log, kept as records are read or written.
 
     `offsets` are the line offsets of the conversation records numbered `base` onwards;
-    `systems` the offsets of the last system record before them and of every one after.
+    `systems` the offsets of the last system record before them and of every one after;
+    `compactions` the (offset, N) of the compaction markers met. Every record from byte `start`
+    on is known, so a rewind to there or later can be applied (`rewind`).
     """
 
-    def __init__(self, base: int = 0, systems: list[int] | None = None, messages: int = 0):
+    def __init__(self, base: int = 0, systems: list[int] | None = None, messages: int = 0, start: int = 0):
         self.base = base
         self.messages = messages  # message records (system ones too) in the log
         self.offsets: list[int] = []
         self.systems: list[int] = systems or []
-        self.compacted_through: int | None = None
-        self.compaction_offset = 0
+        self.compactions: list[tuple[int, int]] = []
+        self.start = start
 
     @property
     def conversation_count(self) -> int:
         """Conversation records in the whole log: the next compaction's N is counted against it."""
         return self.base + len(self.offsets)
+
+    @property
+    def compacted_through(self) -> int | None:
+        return self.compactions[-1][1] if self.compactions else None
 
     def note(self, offset: int, role: str, compacted_through: int | None = None) -> None:
         if role == SYSTEM:
@@ -224,8 +244,19 @@ class LogIndex:
             self.offsets.append(offset)
             self.messages += 1
         elif role == COMPACTION:
-            self.compacted_through = compacted_through or 0
-            self.compaction_offset = offset
+            self.compactions.append((offset, compacted_through or 0))
+
+    def rewind(self, target: int) -> bool:
+        """Forget the records from byte `target` on, as a rewind record undoes them. False (and
+        nothing forgotten) when `target` lies before what this index knows."""
+        if target < self.start:
+            return False
+        cut = bisect_left(self.offsets, target)
+        systems_cut = bisect_left(self.systems, target)
+        self.messages -= (len(self.offsets) - cut) + (len(self.systems) - systems_cut)
+        del self.offsets[cut:], self.systems[systems_cut:]
+        self.compactions = [marker for marker in self.compactions if marker[0] < target]
+        return True
 
     def retained_start(self) -> int:
         """The last marker's N, clamped to the conversation as it stands."""
@@ -238,12 +269,12 @@ class LogIndex:
         last marker reaches back before what this index remembers; the next load then scans the
         whole log.
         """
-        if self.compacted_through is None:
+        if not self.compactions:
             return None
         retained = self.retained_start()
         if retained < self.base:
             return None
-        at = self.compaction_offset
+        at = self.compactions[-1][0]
         if retained < self.conversation_count:
             at = min(at, self.offsets[retained - self.base])
         if at == 0:
@@ -255,6 +286,7 @@ class LogIndex:
         self.base += before
         del self.offsets[:before]
         del self.systems[: max(0, system_before - 1)]
+        self.start = max(self.start, at)
         with open(log_path, "rb") as f:
             system = None
             if system_before:
@@ -292,56 +324,69 @@ def _validated_start(f: BinaryIO, checkpoint: Any) -> tuple[int, LogIndex, dict[
     if _line_hash(f, offset) != digest:
         return None
     if system_offset is None:
-        return offset, LogIndex(base, messages=messages), None
+        return offset, LogIndex(base, messages=messages, start=offset), None
     if not (type(system_offset) is int and 0 <= system_offset < offset):
         return None
     if _line_hash(f, system_offset) != system_digest:
         return None
     f.seek(system_offset)
-    record = _decode(f.readline(LINE_CAP))
+    record = decode_record(f.readline(LINE_CAP))
     if record is None or record["role"] != SYSTEM:
         return None
     # The system record before the checkpoint was counted in `messages`; noting it again would count it twice.
-    return offset, LogIndex(base, [system_offset], messages), record
+    return offset, LogIndex(base, [system_offset], messages, start=offset), record
 
 
 def _scan(
     f: BinaryIO, start: int, index: LogIndex, system: dict[str, Any] | None
 ) -> tuple[SessionView, LogIndex] | None:
     """Read records from `start` to the end. None if the view needs records before `start`."""
-    # The lines of the conversation and bookkeeping records, and where conversation record
-    # number index.base + i is among them (positions[i]). Lines, not decoded records: bytes are
-    # not tracked by the garbage collector, and a hundred thousand live dicts make each of its
-    # full passes slow. Only the retained ones are decoded again.
+    # The lines of the conversation and bookkeeping records, where each starts, and where
+    # conversation record number index.base + i is among them (positions[i]). Lines, not decoded
+    # records: bytes are not tracked by the garbage collector, and a hundred thousand live dicts
+    # make each of its full passes slow. Only the retained ones are decoded again.
     lines: list[bytes] = []
+    starts: list[int] = []
     positions: list[int] = []
-    compaction: dict[str, Any] | None = None
-    last_usage: Any = None
+    # The compaction markers and system records met, (offset, record): a rewind can undo the
+    # last of them, and the one before is in effect again.
+    compactions: list[tuple[int, dict[str, Any]]] = []
+    systems: list[tuple[int, dict[str, Any]]] = [(index.systems[0], system)] if system is not None else []
     unreadable: list[int] = []
-    for offset, line in _lines(f, start):
-        record = _decode(line) if line is not None else None
+    for offset, line in read_lines(f, start):
+        record = decode_record(line) if line is not None else None
         if record is None:
             if line is None or line.strip():
                 unreadable.append(offset)
             continue
         role = record["role"]
+        if role == REWIND:
+            target = Message.from_record(record).rewound_to
+            if target is None or target >= offset:
+                continue  # it names nothing before itself: nothing to undo
+            if not index.rewind(target):
+                return None  # it reaches back before `start`
+            cut = bisect_left(starts, target)
+            del lines[cut:], starts[cut:], positions[bisect_left(positions, cut):]
+            compactions = [marker for marker in compactions if marker[0] < target]
+            systems = [pair for pair in systems if pair[0] < target]
+            continue
         if role == SYSTEM:
-            system = record
+            systems.append((offset, record))
         elif role in CONVERSATION_ROLES:
             positions.append(len(lines))
             lines.append(line)
-            if role == ASSISTANT and isinstance(record.get("usage"), dict):
-                last_usage = record["usage"]
+            starts.append(offset)
         elif role == COMPACTION:
-            compaction = record
-            last_usage = None
+            compactions.append((offset, record))
         elif role in BOOKKEEPING_ROLES:
             lines.append(line)
+            starts.append(offset)
             continue
         else:
             continue
         index.note(offset, role, Message.from_record(record).compacted_through if role == COMPACTION else None)
-    if start > 0 and compaction is None:
+    if start > 0 and not compactions:
         return None
     retained = index.retained_start()
     if retained < index.base:
@@ -351,13 +396,20 @@ def _scan(
     # retained, after the last one (a turn's bookkeeping can follow it).
     first = positions[retained - index.base] if retained < index.conversation_count else (
         positions[-1] + 1 if positions else 0)
-    assembled = assemble([json.loads(line) for line in lines[first:]])
+    records = [json.loads(line) for line in lines[first:]]
+    assembled = assemble(records)
     view = SessionView(warnings=_unreadable_warnings(unreadable) + assembled.warnings, closing=assembled.closing,
                        message_count=index.messages)
+    view.rewind_points = [(offset, record["content"]) for offset, record in zip(starts[first:], records)
+                          if record["role"] == USER and not record.get("notice") and not record.get("hidden")
+                          and isinstance(record.get("content"), str)]
+    system = systems[-1][1] if systems else None
     if system is not None and not system.get("system_cleared"):
         view.messages.append(Message.from_record(system))
     tail = assembled.messages
-    if compaction is not None:
+    compacted_at = -1
+    if compactions:
+        compacted_at, compaction = compactions[-1]
         view.summary = Message.from_record(compaction).content
         preamble = summary_preamble(view.summary)
         if tail:
@@ -365,11 +417,22 @@ def _scan(
         else:
             tail = [Message(USER, preamble)]
     view.messages.extend(tail)
-    view.last_usage = Usage.from_record(last_usage) if last_usage is not None else None
+    view.last_usage = _last_usage(lines, starts, after=compacted_at)
     return view, index
 
 
-def _lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
+def _last_usage(lines: list[bytes], starts: list[int], after: int) -> Usage | None:
+    """The usage of the last assistant record (that has one) written after byte `after`."""
+    for line, offset in zip(reversed(lines), reversed(starts)):
+        if offset <= after:
+            break
+        record = json.loads(line)
+        if record["role"] == ASSISTANT and isinstance(record.get("usage"), dict):
+            return Usage.from_record(record["usage"])
+    return None
+
+
+def read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
     """(offset, line) from `offset` on; a line over `LINE_CAP` is skipped whole and given as None."""
     f.seek(offset)
     while line := f.readline(LINE_CAP):
@@ -384,7 +447,7 @@ def _lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
             yield start, line
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
+def decode_record(line: bytes) -> dict[str, Any] | None:
     """A record, or None for anything that is not a JSON object with a string `role`."""
     try:
         record = json.loads(line)

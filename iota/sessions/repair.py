@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from iota.messages import ASSISTANT, PARTIAL, TOOL, TOOL_STARTED, TURN_END, USER, Message, ToolCall
+from iota.messages import ASSISTANT, INTERRUPTED, PARTIAL, TOOL, TOOL_STARTED, TURN_END, USER, Message, ToolCall
 
 LOG_NAME = "messages.jsonl"
 INTERRUPTED_RESULT = "interrupted: no result was recorded"
@@ -109,7 +109,7 @@ def close_turn(turn_messages: Sequence[Message], partial: str, started: set[str]
         done.append("everything it did was already on disk")
     text = "iota stopped during the last turn (killed or crashed); it was closed when the session was opened again: "
     closing.append(Message(USER, content=text + "; ".join(done), notice=True, turn=turn))
-    closing.append(Message(TURN_END, turn=turn))
+    closing.append(Message(TURN_END, turn=turn, outcome=INTERRUPTED))
     return closing
 
 

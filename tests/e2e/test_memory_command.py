@@ -124,7 +124,7 @@ def test_iota_bots_list_show_and_rm(iota, terminal):
     shown = iota("bots", "show", "coder").stdout
     assert f"  session    {session} · 2 msgs (" in shown
     assert f"  running    pid {pid}\n" in shown
-    assert "  files      MEMORY.md, bot.json, lock, memory/SOUL.md\n" in shown
+    assert "  files      MEMORY.md, bot.json, journal.sqlite, lock, memory/SOUL.md\n" in shown
     assert f"Memory in {iota.cwd}:\n  own  memory/SOUL.md  0.0 / 8 KiB\n       MEMORY.md       0.0 / 8 KiB\n" in shown
 
     refused = iota("bots", "rm", "coder", "-y")

@@ -53,6 +53,15 @@ def test_a_bot_always_gets_the_harness_and_its_memory_last(tmp_path):
     assert text.endswith("<memory bot=\"b\">\n</memory>")
 
 
+def test_a_bot_with_a_journal_is_told_to_look_up_earlier_work_before_its_memory(tmp_path):
+    memory = "<memory bot=\"b\">\n</memory>"
+    text = compose(context(tmp_path, mode="bot", memory_block=memory, journal=True))
+    assert text.endswith(prompt.JOURNAL_GUIDANCE + "\n\n" + memory)
+    assert "check those entries and search your past with the recall tool before answering" in text
+    assert "Never claim not to remember" in text
+    assert prompt.JOURNAL_GUIDANCE not in compose(context(tmp_path, mode="bot", memory_block=memory))
+
+
 def test_agents_chain_from_root_down_to_cwd(tmp_path):
     (tmp_path / ".git").mkdir()
     sub = tmp_path / "a" / "b"

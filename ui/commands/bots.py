@@ -1,5 +1,6 @@
-"""`iota bots`, `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`: the bots, one in
-detail with its memory as a chat here would send it, and removing one (iota.bots.roster).
+"""`iota bots`, `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
+<name>`: the bots, one in detail with its memory as a chat here would send it, removing one
+(iota.bots.roster), and rebuilding one's journal and search index from its logs (iota.bots.journal).
 
     Bots:
       coder     m · 3h ago · 42 msgs (12.3 KiB) · memory 3.2 KiB · running (pid 4242)
@@ -27,11 +28,15 @@ def add_bots_parser(commands: argparse._SubParsersAction) -> None:
     remove.add_argument("name")
     remove.add_argument("--sessions", action="store_true", help="delete its session too")
     remove.add_argument("-y", "--yes", action="store_true", help="do not ask")
+    reindex = actions.add_parser("reindex", help="rebuild a bot's journal and search index from its logs")
+    reindex.add_argument("name")
 
 
 def bots_command(args: argparse.Namespace) -> int:
     from iota.bots import roster
 
+    if args.action == "reindex":  # works from the bot's directory and logs: no config needed
+        return reindex(args.name)
     loaded = load_config(args)
     if args.action == "rm":
         print(roster.remove_bot(args.name, sessions=args.sessions, confirm=_yes if args.yes else _ask))
@@ -39,6 +44,14 @@ def bots_command(args: argparse.Namespace) -> int:
         print(render_show(loaded, args.name, Path.cwd()))
     else:
         print(render_list(loaded))
+    return EXIT_OK
+
+
+def reindex(name: str) -> int:
+    from iota.bots.journal import rebuild_journal
+
+    entries, records, seconds = rebuild_journal(name)
+    print(f"Rebuilt bot {name}'s journal from its logs: {entries} entries, {records} records indexed in {seconds:.1f} s")
     return EXIT_OK
 
 

@@ -51,11 +51,12 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Ask, CancelInnermost, Card, Choose, Focus, Hint, Interrupt, Leave, LoadOlder, Older,
-                           OpenTasks, SendQueued, SlashCommands, Status, Submit, TakeBackQueued, TakenBack,
-                           TurnEnded, UserEcho)
+from actors.events import (Ask, CancelInnermost, Card, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
+                           JobsView, Leave, LoadOlder, Older, OpenTasks, SendQueued, SlashCommands, Status, Submit,
+                           TakeBackQueued, TakenBack, TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
+from ui.widgets.jobs import JobsBrowser
 from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
 from ui.widgets.queue import QueueView
@@ -95,8 +96,8 @@ class ChatLayout(urwid.WidgetWrap):
         self.queue = QueueView()
         self.status_row = StatusRow(clock)
         self.open_tasks = OpenTasksRows()
-        self._choices: deque[Choose | Ask | LocalChoice] = deque()
-        self._chooser: Chooser | QuestionForm | None = None
+        self._choices: deque[Choose | Ask | JobsView | LocalChoice] = deque()
+        self._chooser: Chooser | QuestionForm | JobsBrowser | None = None
         self._last_sent = ""  # the message of the turn in progress, offered again if it fails
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
@@ -105,7 +106,7 @@ class ChatLayout(urwid.WidgetWrap):
         super().__init__(urwid.Frame(body=self.transcript, footer=self._bottom, focus_part="footer"))
 
     @property
-    def chooser(self) -> Chooser | QuestionForm | None:
+    def chooser(self) -> Chooser | QuestionForm | JobsBrowser | None:
         return self._chooser
 
     def _arrange_bottom(self) -> None:
@@ -153,8 +154,13 @@ class ChatLayout(urwid.WidgetWrap):
                     sent = [event.text for event in events if isinstance(event, UserEcho)]
                     if sent:
                         self.composer.offer_again(sent[-1])
-            case Choose() | Ask():
+            case Choose() | Ask() | JobsView():
                 self._ask(event)
+            case JobsUpdate():
+                self._update_jobs(event)
+            case ComposerText(text=text):
+                self.composer.set_draft(text)
+                self._arrange_bottom()
             case SlashCommands(commands=commands):
                 self.suggestions.set_commands(commands)
                 self.suggestions.follow(self.composer.edit_text)
@@ -170,7 +176,9 @@ class ChatLayout(urwid.WidgetWrap):
         if self._chooser is None and self._choices:
             prompt = self._choices[0]
             answered = partial(self._answered, prompt)
-            if isinstance(prompt, Choose) and prompt.search:
+            if isinstance(prompt, JobsView):
+                self._chooser = JobsBrowser(prompt.jobs, answered)
+            elif isinstance(prompt, Choose) and prompt.search:
                 self._chooser = FilterChooser(prompt.title, prompt.options, prompt.search, answered)
             elif isinstance(prompt, Ask):
                 self._chooser = QuestionForm(prompt.questions, answered)
@@ -178,7 +186,17 @@ class ChatLayout(urwid.WidgetWrap):
                 self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
             self._arrange_bottom()
 
-    def _answered(self, prompt: Choose | Ask | LocalChoice, answer: object) -> None:
+    def _update_jobs(self, update: JobsUpdate) -> None:
+        """`/jobs` read again, or gone (its browser closes as if Esc were pressed)."""
+        browser = self._chooser
+        if isinstance(browser, JobsBrowser) and update.closed:
+            browser.close()
+        elif isinstance(browser, JobsBrowser):
+            browser.update(update)
+        elif update.closed:  # still waiting behind another prompt: it will never be answered
+            self._choices = deque(prompt for prompt in self._choices if not isinstance(prompt, JobsView))
+
+    def _answered(self, prompt: Choose | Ask | JobsView | LocalChoice, answer: object) -> None:
         self._choices.popleft()
         self._chooser = None
         if isinstance(prompt, Choose) and prompt.detail:
@@ -217,7 +235,7 @@ class ChatLayout(urwid.WidgetWrap):
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
         columns, rows = size
         self._size = size
-        if isinstance(self._chooser, Chooser):
+        if isinstance(self._chooser, (Chooser, JobsBrowser)):
             below = sum(widget.rows((columns,)) for widget, _ in self._bottom.contents if widget is not self._chooser)
             self._chooser.limit_rows(max(0, rows - below - TRANSCRIPT_ROWS_KEPT))
         canvas = super().render(size, focus)

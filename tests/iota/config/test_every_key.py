@@ -127,6 +127,18 @@ async def memory_probe(loaded, cwd):
     return [source.label for source in bot_memory("a", loaded, cwd).sources()]
 
 
+async def journal_probe(loaded, cwd):
+    """What bot `a`'s chat is given of its journal: the recall tool, and the prompt's guidance."""
+    from contextlib import ExitStack
+
+    from ui.chat_parts import open_chat
+    from ui.cli import build_parser
+
+    with ExitStack() as cleanup:
+        parts = open_chat(build_parser().parse_args(["run", "a"]), loaded, cleanup)
+        return [tool.name for tool in parts.setup.extra_tools], "<journal>" in parts.setup.system_prompt()
+
+
 async def listing_probe(loaded, cwd):
     return render_listing(loaded, "agents"), render_listing(loaded, "models", "a")
 
@@ -270,6 +282,7 @@ CASES = [
     Case("agents.notify", key("agents", "a", notify=False), notify_probe),
     Case("agents.inherit", key("agents", "a", inherit=["main"]), memory_probe,
          base=both(key("agents", "a", mode="bot"), key("agents", "main", mode="bot", model="m"))),
+    Case("agents.journal", key("agents", "a", journal=False), journal_probe, base=key("agents", "a", mode="bot")),
     Case("agents.description", key("agents", "a", description="Writes the docs"), listing_probe),
     Case("agents.context_window", key("agents", "a", context_window="64k"), request_probe),
     Case("agents.effort", key("agents", "a", effort="low"), request_probe),

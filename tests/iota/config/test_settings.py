@@ -83,6 +83,7 @@ def test_explicit_file_missing(project, tmp_path):
     (BASE + "  coder: {model: gpt, tools: {code: {auto_writes: true}}}\n",
      "agents.coder.tools.code.auto_writes: unknown key (want read_only, auto_write)"),
     (BASE + "  coder: {model: gpt, no_save: maybe}\n", 'agents.coder.no_save: want true or false, got "maybe"'),
+    (BASE + "  coder: {model: gpt, mode: bot, journal: later}\n", 'agents.coder.journal: want true or false, got "later"'),
     (BASE + "  coder: {model: gpt, tools: {shell: {auto_run: 1}}}\n",
      "agents.coder.tools.shell.auto_run: want true or false, got 1"),
     ("providers:\n  g: {type: palm}\n",
@@ -121,6 +122,12 @@ def test_the_audit_names_file_and_coordinate(fake_home, project, text, message):
 def test_yaml_11_booleans_are_accepted(fake_home, project):
     _, loaded = load_user(fake_home, project, BASE + "  coder: {model: gpt, no_save: yes, notify: off}\n")
     assert loaded.agents["coder"].no_save is True and loaded.agents["coder"].notify is False
+
+
+def test_a_bot_keeps_a_journal_unless_journal_false(fake_home, project):
+    _, loaded = load_user(fake_home, project, BASE + "  coder: {model: gpt, mode: bot}\n"
+                                                     "  quiet: {model: gpt, mode: bot, journal: false}\n")
+    assert loaded.agents["coder"].journal is True and loaded.agents["quiet"].journal is False
 
 
 @pytest.mark.parametrize("text", ["agents: [unclosed\n", "key: : :\n  - x\n"])
