@@ -364,33 +364,38 @@ BOT_HAS_ONE_CONVERSATION = ("a bot keeps one conversation that never ends: there
                             "{bot} (/compact makes room in it)")
 
 
-# Every key of the chat, for /help.
+# Every key of the chat, for /help: (keys, what they do), said short so all of it fits one screen.
 KEYS = (
-    ("Enter", "send; while a reply streams, queue the message"),
-    ("Ctrl+J, Alt+Enter, Shift+Enter", "a new line"),
-    ("Up / Down", "recall what was sent; on an empty composer, Up takes back the last queued message"),
-    ("Esc", "cancel the stream or the running shell call; take back a queued message"),
-    ("Ctrl+C", "clear the draft; stop what runs (the queue then waits); twice at an empty prompt: leave"),
-    ("Ctrl+O", "show every tool output and compaction summary in full, or their first lines"),
-    ("PgUp / PgDn, wheel", "scroll the transcript"),
-    ("Tab", "complete a slash command"),
-    ("Ctrl+D", "leave (exit 0)"),
-    ("Ctrl+Z", "suspend; fg redraws"),
+    ("Enter", "send (queued while a reply streams)"),
+    ("Ctrl+J / Alt+Enter / Shift+Enter", "new line"),
+    ("Up / Down", "recall what was sent; Up on an empty composer takes a queued message back"),
+    ("Esc", "cancel the stream or shell call; take a queued message back"),
+    ("Ctrl+C", "clear the draft, or stop what runs (the queue waits); twice at an empty prompt: leave"),
+    ("Ctrl+O", "tool output and summaries in full"),
+    ("PgUp / PgDn / wheel", "scroll"),
+    ("Tab", "complete a command"),
+    ("Ctrl+D", "leave"),
+    ("Ctrl+Z", "suspend"),
 )
+HELP_COLUMNS = 72  # a command's help is cut to this, so each command takes one row
 
 
 def help_command(commands: dict):
-    """`/help`'s body, listing the chat's own commands and every key."""
+    """`/help`'s body: the chat's own commands, a row each, then every key."""
 
     async def show_help(lane: Lane, argument: str) -> None:
-        names = [f"/{name}" for name in commands]
-        width = max(map(len, names + [key for key, _ in KEYS]))
-        lines = [f"{name.ljust(width)}  {help_text}" for name, (help_text, _) in zip(names, commands.values())]
-        lines.append("")
-        lines.extend(f"{key.ljust(width)}  {what}" for key, what in KEYS)
-        lane.emit(Panel("Commands and keys", "\n".join(lines)))
+        width = max(len(name) for name in commands) + 1
+        lines = [f"/{name}".ljust(width) + f"  {_first_clause(help_text)}" for name, (help_text, _) in commands.items()]
+        keys = " · ".join(f"{key} {what}" for key, what in KEYS)
+        lane.emit(Panel("Commands and keys", "\n".join(lines) + "\n\n" + keys))
 
     return show_help
+
+
+def _first_clause(help_text: str) -> str:
+    """A command's help without its usage (`…: /save [title]`), cut to one row."""
+    text = help_text.split(": /")[0]
+    return text if len(text) <= HELP_COLUMNS else text[:HELP_COLUMNS - 1].rstrip() + "…"
 
 
 REWIND_TITLE = "Rewind to before which message? Files are not rolled back."

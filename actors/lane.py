@@ -334,8 +334,10 @@ class Lane:
                     await self._run(job)
             finally:
                 self._job_scope = None
-                self.set_running("")
                 self._idle.set()
+                self.set_running("")
+                if self.inbox.held:  # the queue Ctrl+C held shows as held once the job is over
+                    self.show_status()
             if not self.inbox.ready():
                 self.host.state(State.ERROR if self._failed else self._resting_state())
                 for resting in self.on_rest:
@@ -502,7 +504,8 @@ class Lane:
         messages = self.inbox.messages()
         self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
-                         queued=len(messages), queued_messages=messages, held=self.inbox.held and bool(messages),
+                         queued=len(messages), queued_messages=messages,
+                         held=self.inbox.held and bool(messages) and not self.busy,
                          jobs=self._jobs_running(), debug=self.setup.debug.on))
 
     def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
