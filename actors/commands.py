@@ -25,17 +25,20 @@ from actors.jobs_command import JOBS_HELP, show_jobs
 from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.skill_command import run_skill
 from actors.events import ComposerText, Notice, Panel, TurnEnded
+from actors.conversation_commands import clear, show_session
+from actors.help_command import help_command
 from actors.history import SessionHistory
 from actors.lane import Lane
+from actors.tools_command import show_tools
 from iota import __version__
 from iota.config import params
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
-from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message
+from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
 from iota.sessions import attachments
-from iota.sessions.attachments import attached_line, describe
+from iota.sessions.attachments import describe
 from iota.sessions.bundle import Session
 from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
                                      session_subcommand)
@@ -58,80 +61,6 @@ async def show_status(lane: Lane, argument: str) -> None:
     ]
     width = max(len(name) for name, _ in rows)
     lane.emit(Panel("Status", "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)))
-
-
-async def show_tools(lane: Lane, argument: str) -> None:
-    """Each toolset: whether it is on, how it asks and where it runs, and its tools with one line
-    each; then each MCP server: its status, endpoint and tools."""
-    by_set: dict[str, list] = {}
-    for tool in lane.toolbox:
-        by_set.setdefault(toolset_of(tool), []).append(tool)
-    width = max((len(tool.display_name or tool.name) for tool in lane.toolbox), default=0)
-    lines = []
-    for name, settings in toolset_settings(lane):
-        lines.append(f"{name}  {settings}")
-        for tool in by_set.pop(name, []):
-            lines.append(f"  {(tool.display_name or tool.name).ljust(width)}  {one_line(tool.description)}".rstrip())
-    for name, tools in by_set.items():
-        if name == "mcp":
-            continue
-        lines.append(name)
-        lines.extend(f"  {(tool.display_name or tool.name).ljust(width)}  {one_line(tool.description)}".rstrip()
-                     for tool in tools)
-    lane.emit(Panel("Tools", "\n".join(lines)))
-    hub = lane.toolbox.mcp
-    if hub is not None:
-        rows = []
-        for server in hub.statuses():
-            rows.append(f"{server.name}  {server.summary()} · {server.endpoint}")
-            rows.extend(f"  {tool}" for tool in server.tools)
-        lane.emit(Panel("MCP servers", "\n".join(rows)))
-
-
-def toolset_of(tool) -> str:
-    """The toolset a tool belongs to, by the module that defines it."""
-    module = type(tool).__module__
-    for prefix, name in (("iota.tools.code", "code"), ("iota.tools.shell", "shell"), ("iota.tools.skills", "skills"),
-                         ("iota.tools.ask", "ask"), ("iota.tools.remember", "memory"), ("iota.mcp", "mcp")):
-        if module.startswith(prefix):
-            return name
-    return "other"
-
-
-def toolset_settings(lane: Lane) -> list[tuple[str, str]]:
-    """(toolset, what it is set to) for the built-in sets, in the order the model is told of them."""
-    setup = lane.setup
-    tools = setup.agent.tools
-    code = tools.code
-    rows = [("code", "off" if code is None else "on · read only" if code.read_only else
-             "on · writes without asking (auto_write: true)" if code.auto_write else "on · writes ask first")]
-    shell_options = tools.shell
-    if shell_options is None:
-        rows.append(("shell", "off"))
-    else:
-        shell = lane.toolbox.get("shell")
-        sandboxed = getattr(shell, "sandbox", None) is not None
-        where = ("in the sandbox" + (" · network on" if shell_options.network else " · no network")
-                 if sandboxed else "without a sandbox" + (" (sandbox: off)" if shell_options.sandbox == "off"
-                                                           else " (none available)"))
-        asks = "commands run without asking (auto_run: true)" if shell_options.auto_run else \
-            "iota's own commands ask first" if sandboxed else "every command asks first"
-        rows.append(("shell", f"on · {where} · {asks}"))
-    if setup.mode in ("agent", "bot"):
-        rows.append(("skills", f"on · {len(setup.skills)} skill(s)" if tools.skills and setup.skills else
-                     "on · no skills found" if tools.skills else "off"))
-    rows.append(("ask", "on" if tools.ask and setup.interactive else "off"))
-    if setup.mode == "bot":
-        rows.append(("memory", "on · MEMORY.md, written with remember, no approval"))
-    return rows
-
-
-def one_line(description: str, limit: int = 90) -> str:
-    """A description's first sentence, cut to `limit` characters."""
-    first = " ".join(description.split("\n\n")[0].split())
-    end = first.find(". ")
-    first = first[:end + 1] if end >= 0 else first
-    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
 
 
 async def show_skills(lane: Lane, argument: str) -> None:
@@ -282,15 +211,6 @@ def resume_opening(session: Session, conversation: Conversation) -> tuple[list, 
     return [page, Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)")], history
 
 
-def show_session(lane: Lane, label: str, history: SessionHistory | None) -> None:
-    """The chat continues in another conversation: a fresh card names it, the transcript starts
-    over, and its history (if any) comes page by page."""
-    lane.history = history
-    if lane.card is not None:
-        lane.card = dataclasses.replace(lane.card, session=label, warnings=(), fresh=True)
-        lane.emit(lane.card)
-
-
 async def sessions(lane: Lane, argument: str) -> None:
     """`/session`: resume another saved session here, delete, archive or unarchive one, picked
     from the session tree (typing filters it); `/session archive|unarchive|parent|unparent …`
@@ -335,67 +255,6 @@ async def sessions(lane: Lane, argument: str) -> None:
 
 
 SESSION_ACTIONS = ("Resume", "Delete", "Archive", "Unarchive")
-
-
-async def clear(lane: Lane, argument: str) -> None:
-    """`/clear` (and `/new`): a fresh conversation, in a new session when this one is saved; the
-    old one stays on disk, to resume."""
-    if lane.setup.mode == "bot":
-        lane.notice(BOT_HAS_ONE_CONVERSATION.format(bot=lane.setup.agent.name), warning=True)
-        return
-    conversation = lane.conversation
-    old = conversation.session
-    kept = old is not None and old.on_disk
-    new = lane.setup.new_session() if old is not None else None
-    conversation.messages = []
-    conversation.session = new
-    conversation.system_saved = False
-    lane.meter.seed([], None, overhead=lane.request_overhead())
-    if old is not None:
-        old.close()
-    lane.report_session()
-    show_session(lane, f"session {new.id}" if new else "not saved", None)
-    if kept:
-        lane.notice(f"A new conversation; the last one is kept as {old.id} (iota resume {old.id})")
-    lane.show_status()
-
-
-BOT_HAS_ONE_CONVERSATION = ("a bot keeps one conversation that never ends: there is no /clear or /new in bot "
-                            "{bot} (/compact makes room in it)")
-
-
-# Every key of the chat, for /help: (keys, what they do), said short so all of it fits one screen.
-KEYS = (
-    ("Enter", "send (queued while a reply streams)"),
-    ("Ctrl+J / Alt+Enter / Shift+Enter", "new line"),
-    ("Up / Down", "recall what was sent; Up on an empty composer takes a queued message back"),
-    ("Esc", "cancel the stream or shell call; take a queued message back"),
-    ("Ctrl+C", "clear the draft, or stop what runs (the queue waits); twice at an empty prompt: leave"),
-    ("Ctrl+O", "tool output and summaries in full"),
-    ("PgUp / PgDn / wheel", "scroll"),
-    ("Tab", "complete a command"),
-    ("Ctrl+D", "leave"),
-    ("Ctrl+Z", "suspend"),
-)
-HELP_COLUMNS = 72  # a command's help is cut to this, so each command takes one row
-
-
-def help_command(commands: dict):
-    """`/help`'s body: the chat's own commands, a row each, then every key."""
-
-    async def show_help(lane: Lane, argument: str) -> None:
-        width = max(len(name) for name in commands) + 1
-        lines = [f"/{name}".ljust(width) + f"  {_first_clause(help_text)}" for name, (help_text, _) in commands.items()]
-        keys = " · ".join(f"{key} {what}" for key, what in KEYS)
-        lane.emit(Panel("Commands and keys", "\n".join(lines) + "\n\n" + keys))
-
-    return show_help
-
-
-def _first_clause(help_text: str) -> str:
-    """A command's help without its usage (`…: /save [title]`), cut to one row."""
-    text = help_text.split(": /")[0]
-    return text if len(text) <= HELP_COLUMNS else text[:HELP_COLUMNS - 1].rstrip() + "…"
 
 
 REWIND_TITLE = "Rewind to before which message? Files are not rolled back."

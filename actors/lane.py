@@ -36,16 +36,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from typing import Awaitable, Callable
 
 import trio
-from trio_util import RepeatedEvent
 
 from actors.ask import needing_input
+# The jobs are the lane's vocabulary: the other actors import them from here.
+from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
 from actors.history import SessionHistory, call_command
 from actors.notifier import HostLink
 from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted,
@@ -62,106 +61,6 @@ from iota.providers.base import retry_listener
 from iota.sessions.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
-
-# ---- jobs ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UserMessage:
-    text: str
-
-
-@dataclass(frozen=True)
-class Command:
-    """A slash command; `run` is the command's body, given the lane."""
-
-    name: str
-    argument: str
-    run: Callable[[Lane, str], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class JobNote:
-    """A background shell job finished: its notice enters the conversation."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class QuietTurn:
-    """A turn iota starts by itself. `run` decides, when its turn comes, whether there is still
-    something to do, and sends it with `Lane.quiet_turn`; `name` says what started it."""
-
-    name: str
-    run: Callable[[Lane], Awaitable[None]]
-
-
-Job = UserMessage | Command | JobNote | QuietTurn
-
-
-class Inbox:
-    """The lane's queue: first in, first out, with a way to jump it. While `held`, the person's
-    messages wait (other jobs still run)."""
-
-    def __init__(self) -> None:
-        self._jobs: deque[Job] = deque()
-        self._arrived = RepeatedEvent()
-        self.held = False
-
-    def put(self, job: Job) -> None:
-        self._jobs.append(job)
-        self._arrived.set()
-
-    def put_first(self, job: Job) -> None:
-        self._jobs.appendleft(job)
-        self._arrived.set()
-
-    def __len__(self) -> int:
-        return len(self._jobs)
-
-    def __iter__(self):
-        return iter(self._jobs)
-
-    def has(self, kind: type) -> bool:
-        return any(isinstance(job, kind) for job in self._jobs)
-
-    def messages(self) -> tuple[str, ...]:
-        """The person's queued messages, oldest first."""
-        return tuple(job.text for job in self._jobs if isinstance(job, UserMessage))
-
-    def take_last_message(self) -> str | None:
-        for position in range(len(self._jobs) - 1, -1, -1):
-            job = self._jobs[position]
-            if isinstance(job, UserMessage):
-                del self._jobs[position]
-                return job.text
-        return None
-
-    def drop_messages(self) -> int:
-        kept = deque(job for job in self._jobs if not isinstance(job, UserMessage))
-        dropped = len(self._jobs) - len(kept)
-        self._jobs = kept
-        return dropped
-
-    def hold(self, held: bool) -> None:
-        self.held = held
-        self._arrived.set()
-
-    def _next(self) -> int | None:
-        """Where the next job to run is: the first, skipping the person's messages while held."""
-        return next((position for position, job in enumerate(self._jobs)
-                     if not (self.held and isinstance(job, UserMessage))), None)
-
-    def ready(self) -> bool:
-        return self._next() is not None
-
-    async def get(self) -> Job:
-        while (position := self._next()) is None:
-            await self._arrived.wait()
-        job = self._jobs[position]
-        del self._jobs[position]
-        return job
-
 
 # ---- the lane --------------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Ask, CancelInnermost, Card, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
+from actors.events import (Ask, CancelInnermost, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
                            JobsView, Leave, LoadOlder, Older, OpenTasks, SendQueued, SlashCommands, Status, Submit,
                            TakeBackQueued, TakenBack, TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
