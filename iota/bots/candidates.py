@@ -163,7 +163,7 @@ def add(entries: list[Entry], items: list[Any], memory_text: str, *, now: int, s
     for item in items:
         text, keywords, section = _item(item)
         try:
-            text = _checked(text, section, project)
+            text, section = _checked(text, section, project)
         except MemoryRefusal as refusal:
             refused.append((text, str(refusal)))
             continue
@@ -330,14 +330,14 @@ def _item(item: Any) -> tuple[str, list[str], str]:
     return str(item.get("text") or ""), words[:KEYWORDS_CAP], section
 
 
-def _checked(text: str, section: str, project: str | None) -> str:
-    """`text` as a MEMORY.md line's text, or the MemoryRefusal of such a line (and of a section
-    MEMORY.md does not have, or another project's)."""
+def _checked(text: str, section: str, project: str | None) -> tuple[str, str]:
+    """(`text` as a MEMORY.md line's text, its section), or the MemoryRefusal of such a line (and
+    of a section MEMORY.md does not have, or another project's)."""
     # Any date: the line is judged at the length it will have in MEMORY.md.
     line = make_line(text, "inferred", "2000-01-01", "candidates.jsonl")
     name = parse_section(section)
     check_scope(name, project)
-    return normalize(line)
+    return normalize(line), name
 
 
 def end_of_log(session_dir: Path) -> Mark:
