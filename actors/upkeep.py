@@ -77,6 +77,7 @@ class Upkeep:
         self._condensed: list[Message] = []   # condensed by a compaction before any upkeep read it
         self._scope: trio.CancelScope | None = None
         self._typed_jobs: list = []           # what the person submitted that the lane has not taken yet
+        self._lane: Lane | None = None
         self._provider: Provider | None = None
         self._failed = ""         # the last failure said, so a provider down is said once
 
@@ -85,6 +86,7 @@ class Upkeep:
     async def run(self, lane: Lane, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """A task beside the lane (ChatParts.tasks): hooks in, counts what is owed from before this
         start, and closes the upkeep model's provider when the chat ends."""
+        self._lane = lane
         lane.on_submit.append(self.give_way)
         lane.on_compacted.append(self.condensed)
         lane.status_rows.append(lambda: ("Upkeep", self.cost.describe() if self.enabled else "off (upkeep: false)"))
@@ -115,8 +117,11 @@ class Upkeep:
         turn = lane.last_turn
         if not self.enabled or turn is None or turn.interrupted:
             return
-        if self.asked or self.owed or self.person_turns >= self.every or self._condensed:
+        if self._due() or self._condensed:
             self._queue(lane)
+
+    def _due(self) -> bool:
+        return self.asked or self.owed or self.person_turns >= self.every
 
     def give_way(self, job) -> None:
         """The person submitted something (a message, a command): a running upkeep stops at once."""
@@ -131,9 +136,12 @@ class Upkeep:
         return bool(self._typed_jobs)
 
     def condensed(self, messages: list[Message]) -> None:
-        """A compaction condensed `messages`: those after the last upkeep are read before they go."""
-        if self.enabled:
-            self._condensed += rules.since_wrapped(messages, self.state.wrapped_through())
+        """A compaction condensed `messages`: those after the last upkeep are read next, before
+        they are out of reach (the job is queued behind whatever runs now)."""
+        part = rules.since_wrapped(messages, self.state.wrapped_through())
+        if self.enabled and self._lane is not None and rules.exchange_text(part).strip():
+            self._condensed += part
+            self._queue(self._lane)
 
     def _queue(self, lane: Lane) -> None:
         if self._queued:
@@ -154,6 +162,7 @@ class Upkeep:
             return
         lane.set_running(rules.RUNNING)
         report = _Report()
+        due = self._due()
         try:
             with trio.CancelScope() as self._scope:
                 if self._condensed:
@@ -161,11 +170,12 @@ class Upkeep:
                     await self._ask(lane, part, report, condensed=True)
                     self.state.save(rules.last_turn(part) or self.state.wrapped_through())
                     self._condensed = []
-                await self._consolidate(lane, report)
-                exchange = rules.since_wrapped(lane.conversation.messages, self.state.wrapped_through())
-                await self._ask(lane, exchange, report)
-                self.state.save(rules.last_turn(exchange) or self.state.wrapped_through())
-                self.person_turns, self.asked, self.owed = 0, False, False
+                if due:
+                    await self._consolidate(lane, report)
+                    exchange = rules.since_wrapped(lane.conversation.messages, self.state.wrapped_through())
+                    await self._ask(lane, exchange, report)
+                    self.state.save(rules.last_turn(exchange) or self.state.wrapped_through())
+                    self.person_turns, self.asked, self.owed = 0, False, False
             if self._scope.cancelled_caught:  # the person typed: it runs again after their turn
                 self.owed = True
         except _Failed:

@@ -212,13 +212,12 @@ def describe(entry: Entry) -> str:
     return " · ".join(parts + [entry.text])
 
 
-def promote(entry: Entry, memory: MemoryFile, *, project: str | None, today: date, why: str) -> list[str]:
-    """Write candidate `entry` into MEMORY.md as an `[inferred]` line, under every MEMORY.md rule;
-    it becomes the tracked durable line. Returns the file's memory notices (this write's last,
-    saying why); MemoryRefusal leaves all as it was."""
+def promote(entry: Entry, memory: MemoryFile, *, project: str | None, today: date) -> None:
+    """Write candidate `entry` into MEMORY.md as an `[inferred]` line, under every MEMORY.md rule
+    (its notice is the file's, taken with the others); it becomes the tracked durable line.
+    MemoryRefusal leaves all as it was."""
     memory.write(Add(entry.text, "inferred", entry.section, project), today)
     entry.state, entry.hits = DURABLE, 0
-    return _annotated(memory, f"promoted: {why}")
 
 
 def _annotated(memory: MemoryFile, why: str) -> list[str]:
@@ -254,7 +253,8 @@ def consolidate(entries: list[Entry], memory: MemoryFile, *, now: int, project: 
         if entry.pinned or (counting and entry.hits >= PROMOTE_HITS):
             why = "pinned" if entry.pinned else f"{entry.hits} hits"
             try:
-                done.memory_notices += promote(entry, memory, project=project, today=today, why=why)
+                promote(entry, memory, project=project, today=today)
+                done.memory_notices += _annotated(memory, f"promoted: {why}")
             except MemoryRefusal as refusal:
                 if "already has that line" in str(refusal):
                     entries.remove(entry)  # said already, in the person's words or the model's

@@ -20,6 +20,7 @@ requests are not part of the context, and /status shows what they took.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from iota.compaction.summary import transcript_lines
 from iota.messages import USER, Message, Usage
+from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER
 from iota.sessions.bundle import write_atomically
 from iota.text import format_size
 
@@ -87,7 +89,7 @@ def exchange_text(messages: Sequence[Message]) -> str:
     """The exchange as the upkeep reads it: the conversation's own messages as plain text (notices
     and iota's hidden messages left out: they are not what was said), tool results cut short, and
     the whole cut to its latest EXCHANGE_CAP characters."""
-    said = [m for m in messages if not m.hidden and not (m.role == USER and m.notice)]
+    said = [_without_summary(m) for m in messages if not m.hidden and not (m.role == USER and m.notice)]
     lines = transcript_lines(said, RESULT_CAP)
     kept, size = [], 0
     for line in reversed(lines):
@@ -97,6 +99,14 @@ def exchange_text(messages: Sequence[Message]) -> str:
         kept.append(line)
         size += len(line) + 1
     return "\n".join(reversed(kept))
+
+
+def _without_summary(message: Message) -> Message:
+    """A message with a compaction's summary lifted off it: the summary is not what was said."""
+    text = message.content
+    if message.role == USER and text.startswith(SUMMARY_HEADER) and SUMMARY_FOOTER in text:
+        return dataclasses.replace(message, content=text.split(SUMMARY_FOOTER, 1)[1])
+    return message
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ class CandidateActions:
             said = f'forgot candidate {go_quote(entry.text)}'
         elif action == "promote":
             today = datetime.fromtimestamp(now, timezone.utc).date()
-            promote(entry, self.memory, project=self.project, today=today, why="asked")
+            promote(entry, self.memory, project=self.project, today=today)
             said = f"promoted {go_quote(entry.text)} to MEMORY.md as an [inferred] line"
         else:
             entry.pinned = action == "pin"
