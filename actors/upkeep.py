@@ -214,7 +214,7 @@ class Upkeep:
             return
         model = self.model()
         text = rules.request_text(self._context(condensed), exchange)
-        request = Request(model=model.id, system=rules.INSTRUCTION, messages=[Message(USER, text)],
+        request = Request(model=model.id, system=rules.instruction(self.skill is not None), messages=[Message(USER, text)],
                           tools=self.toolbox.specs(), temperature=model.temperature, top_p=model.top_p,
                           effort=model.effort)
         turn = Turn()

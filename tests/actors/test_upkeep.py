@@ -343,3 +343,32 @@ async def test_the_candidates_command_pins_promotes_and_forgets(configure, fake_
     assert "[inferred] Works on the billing service" in memory_text()
     book = (paths.bots_dir() / "coder" / "candidates.jsonl").read_text()
     assert "Prefers small pull requests" not in book
+
+
+async def test_upkeep_model_names_the_model_it_asks(configure, fake_model):  # noqa: F811
+    configure(BOT + "    upkeep_model: small\n")
+    (paths.home() / ".iota.yaml").write_text((paths.home() / ".iota.yaml").read_text().replace(
+        "models:\n", "models:\n  small: {provider: fake, id: fake-small}\n"))
+
+    async def person(face: Face) -> None:
+        fake_model.reply("Noted.")
+        await face.say("remember that I use zsh")
+
+    await run_bot(person)
+    assert [r.body["model"] for r in fake_model.requests] == ["fake-model"]
+    assert [r.body["model"] for r in fake_model.upkeep_requests] == ["fake-small"]
+
+
+async def test_a_failing_upkeep_is_said_once_and_tried_again_at_the_next_throttle_point(configure, fake_model):  # noqa: F811
+    async def person(face: Face) -> None:
+        fake_model.fail_upkeep(400, message="this model is not allowed here")
+        fake_model.fail_upkeep(400, message="this model is not allowed here")
+        for turn in range(1, 11):
+            fake_model.reply("Ok.")
+            await face.say(f"step {turn}")
+        failures = [text for text in face.notices() if text.startswith("upkeep failed")]
+        assert len(failures) == 1 and "this model is not allowed here" in failures[0]
+
+    await run_bot(person)
+    assert len(fake_model.upkeep_requests) == 2      # after turn 5, then turn 10: not after every turn between
+    assert "step 1" in exchange(fake_model.upkeep_requests[1])   # what the failed one did not read
