@@ -79,7 +79,8 @@ class Upkeep:
         self._typed_jobs: list = []           # what the person submitted that the lane has not taken yet
         self._lane: Lane | None = None
         self._provider: Provider | None = None
-        self._failed = ""         # the last failure said, so a provider down is said once
+        self._failed = ""         # the last warning said, so a provider down is said once
+        self._failing = False     # the last upkeep failed: the next waits for the throttle
 
     # -- the chat's hooks ----------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ class Upkeep:
         turn = lane.last_turn
         if not self.enabled or turn is None or turn.interrupted:
             return
-        if self._due() or self._condensed:
+        if self._due() or (self._condensed and not self._failing):
             self._queue(lane)
 
     def _due(self) -> bool:
@@ -178,10 +179,12 @@ class Upkeep:
                     self.person_turns, self.asked, self.owed = 0, False, False
             if self._scope.cancelled_caught:  # the person typed: it runs again after their turn
                 self.owed = True
+            else:
+                self._failing = False
         except _Failed:
             # The provider failed (said once): it is tried again at the next throttle point, over
             # everything since the last upkeep that finished.
-            self.person_turns, self.asked, self.owed = 0, False, False
+            self.person_turns, self.asked, self.owed, self._failing = 0, False, False, True
         finally:
             self._scope = None
             with trio.CancelScope(shield=True):
@@ -192,7 +195,11 @@ class Upkeep:
         if self.journal is not None:
             await self.journal.catch_up(lane)
         session = lane.conversation.session
-        done = await trio.to_thread.run_sync(self._consolidate_now, session.id if session else "")
+        try:
+            done = await trio.to_thread.run_sync(self._consolidate_now, session.id if session else "")
+        except (ToolError, IotaError) as error:   # an unreadable candidates file, a broken index
+            self._warn(lane, f"upkeep: {error}; the candidates are left as they are")
+            return
         report.memory += done.memory_notices
         report.expired += done.expired
 
@@ -214,23 +221,27 @@ class Upkeep:
             return
         model = self.model()
         text = rules.request_text(self._context(condensed), exchange)
-        request = Request(model=model.id, system=rules.instruction(self.skill is not None), messages=[Message(USER, text)],
-                          tools=self.toolbox.specs(), temperature=model.temperature, top_p=model.top_p,
-                          effort=model.effort)
+        request = Request(model=model.id, system=rules.instruction(self.skill is not None),
+                          messages=[Message(USER, text)], tools=self.toolbox.specs(), temperature=model.temperature,
+                          top_p=model.top_p, effort=model.effort)
         turn = Turn()
         self.cost.runs += 1
         try:
             await run_turn(turn, self._provider_for(model), request, self.toolbox, Approvals(None),
                            _Shown(lane), max_turns=rules.ROUNDS)
         except IotaError as error:  # the provider failed: said once, and it runs again after a later turn
-            if str(error) != self._failed:
-                lane.notice(f"upkeep failed: {error}", warning=True)
-            self._failed = str(error)
+            self._warn(lane, f"upkeep failed: {error}")
             raise _Failed() from None
         finally:
             for message in turn.messages:
                 if message.role == ASSISTANT:
                     self.cost.add(message.usage)
+
+    def _warn(self, lane: Lane, text: str) -> None:
+        """A warning, once: the same one again (a provider down for an hour) is not repeated."""
+        if text != self._failed:
+            lane.notice(text, warning=True)
+        self._failed = text
 
     def model(self) -> settings.ResolvedModel:
         """The agent's `upkeep_model:`, else the chat's model as it is now (after any /model)."""
@@ -253,7 +264,10 @@ class Upkeep:
             except ToolError:
                 body = ""
             files.append((kind.label, body))
-        entries = [entry for entry in self.candidates.book.load() if entry.state == CANDIDATE]
+        try:
+            entries = [entry for entry in self.candidates.book.load() if entry.state == CANDIDATE]
+        except ToolError:
+            entries = []
         entries.sort(key=lambda entry: -entry.created)
         own = self.skill.directory if self.skill is not None else None
         skills = [(skill.name, skill.description, own is not None and skill.directory.parent == own)
@@ -285,7 +299,11 @@ class Upkeep:
 
     async def command(self, lane: Lane, argument: str) -> None:
         """`/candidates`: the candidates with their hits, then a pick to pin, promote or forget one."""
-        entries = [entry for entry in self.candidates.book.load() if entry.state == CANDIDATE]
+        try:
+            entries = [entry for entry in self.candidates.book.load() if entry.state == CANDIDATE]
+        except ToolError as error:
+            lane.notice(str(error), warning=True)
+            return
         entries.sort(key=lambda entry: (-entry.pinned, -entry.hits, -entry.created))
         if not entries:
             lane.emit(Panel("Candidates", "No candidates yet: the upkeep notes them after turns."))

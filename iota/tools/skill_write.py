@@ -54,7 +54,8 @@ DESCRIPTION = (
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "action": {"type": "string", "enum": list(ACTIONS), "description": "create a new skill, or update one of yours."},
+        "action": {"type": "string", "enum": list(ACTIONS),
+                   "description": "create a new skill, or update one of yours."},
         "name": {"type": "string", "description": "The skill's slug: lowercase letters, digits and hyphens."},
         "description": {"type": "string", "description": "What the skill does and when to use it, one sentence "
                                                          "(required for create)."},

@@ -8,7 +8,6 @@ the skills it writes, a compaction's condensed part, /status and /candidates."""
 from __future__ import annotations
 
 import json
-import math
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
