@@ -6,6 +6,7 @@ Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
 import json
@@ -15,15 +16,24 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
+from actors.debug_command import DEBUG_HELP, debug
+from actors.edit_command import EDIT_HELP, edit_message
+from actors.file_command import FILE_HELP, attach_file
+from actors.jobs_command import JOBS_HELP, show_jobs
+from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
+from actors.skill_command import run_skill
 from actors.events import ComposerText, Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Lane, summarize
 from iota import __version__
+from iota.config import params
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
+from iota.sessions import attachments
+from iota.sessions.attachments import attached_line, describe
 from iota.sessions.bundle import Session
 from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
                                      session_subcommand)
@@ -64,6 +74,10 @@ async def show_tools(lane: Lane, argument: str) -> None:
 
 
 async def show_skills(lane: Lane, argument: str) -> None:
+    """`/skills`: the skills of this project; `/skills <name> [instructions]` runs one."""
+    if argument:
+        await run_skill(lane, argument)
+        return
     skills = lane.setup.skills
     lines = [f"{skill.name}  {skill.description}" for skill in skills]
     lane.emit(Panel("Skills", "\n".join(lines) or "No skills found (.agents/skills, ~/.iota/skills, ~/.agents/skills)."))
@@ -114,8 +128,8 @@ TEMPERATURES = (0.0, 0.2, 0.5, 0.7, 1.0)
 
 
 async def choose_model(lane: Lane, argument: str) -> None:
-    """`/model [name]`: the model, its context window, effort or temperature, for the rest of
-    this process (the config is not changed)."""
+    """`/model [name]`: the model, its context window, effort, temperature or top_p, for the rest
+    of this process (the config is not changed), or the System tab (actors.model_tabs)."""
     setup = lane.setup
     if argument:
         await _switch_model(lane, argument)
@@ -124,7 +138,8 @@ async def choose_model(lane: Lane, argument: str) -> None:
     aspect = await lane.ask("Change what?", (
         f"Model ({model.name})", f"Context window ({format_size(model.context_window)})",
         f"Effort ({model.effort or 'default'})",
-        f"Temperature ({'default' if model.temperature is None else model.temperature})"))
+        f"Temperature ({'default' if model.temperature is None else model.temperature})",
+        f"Top P ({top_p_label(model.top_p)})", "System prompt"))
     if aspect == 0:
         names = list(setup.config.models)
         index = await lane.ask(f"Model (now {model.name})", tuple(names))
@@ -133,15 +148,21 @@ async def choose_model(lane: Lane, argument: str) -> None:
     elif aspect == 1:
         index = await lane.ask("Context window", tuple(format_size(w) for w in WINDOWS))
         if index is not None:
-            _tune(lane, context_window=WINDOWS[index], window_source="agent")
+            await _tune(lane, context_window=WINDOWS[index])
     elif aspect == 2:
         index = await lane.ask("Effort", EFFORTS)
         if index is not None:
-            _tune(lane, effort=EFFORTS[index])
+            await _tune(lane, effort=EFFORTS[index])
     elif aspect == 3:
         index = await lane.ask("Temperature", tuple(str(t) for t in TEMPERATURES))
         if index is not None:
-            _tune(lane, temperature=TEMPERATURES[index])
+            await _tune(lane, temperature=TEMPERATURES[index])
+    elif aspect == 4:
+        top_p = await choose_top_p(lane)
+        if top_p is not False:
+            await _tune(lane, top_p=top_p)
+    elif aspect == 5:
+        await show_system(lane)
 
 
 async def _switch_model(lane: Lane, name: str) -> None:
@@ -150,23 +171,27 @@ async def _switch_model(lane: Lane, name: str) -> None:
     except IotaError as error:
         lane.notice(str(error), warning=True)
         return
-    _announce_model(lane)
+    await _announce_model(lane)
 
 
-def _tune(lane: Lane, **changes) -> None:
-    lane.setup.model = dataclasses.replace(lane.setup.model, **changes)
-    _announce_model(lane)
+async def _tune(lane: Lane, **changes) -> None:
+    window = {"window_source": "agent"} if "context_window" in changes else {}
+    lane.setup.model = dataclasses.replace(params.set_by_hand(lane.setup.model, **changes), **window)
+    await _announce_model(lane)
 
 
-def _announce_model(lane: Lane) -> None:
+async def _announce_model(lane: Lane) -> None:
     model = lane.setup.model
     details = [f"{format_size(model.context_window)} window"]
     if model.effort:
         details.append(f"effort {model.effort}")
     if model.temperature is not None:
         details.append(f"temperature {model.temperature}")
+    if model.top_p is not None:
+        details.append(f"top_p {model.top_p}")
     lane.notice(f"Model: {model.name} ({', '.join(details)}) — for this process")
     lane.show_status()
+    await stamp_model(lane)
 
 
 def resume_opening(session: Session, conversation: Conversation) -> list:
@@ -180,6 +205,8 @@ def resume_opening(session: Session, conversation: Conversation) -> list:
     for index in starts[-ECHOED_ROUNDS:]:
         if not messages[index].hidden:
             events.append(UserEcho(messages[index].content))
+            if messages[index].attachments:
+                events.append(Notice(attached_line(messages[index].attachments)))
         end = next((i for i in starts if i > index), len(messages))
         round_ = messages[index + 1:end]
         for message in round_:
@@ -295,7 +322,7 @@ def _full_log(session: Session) -> list[Message]:
                 continue
             if isinstance(record, dict) and record.get("role") in (SYSTEM, USER, ASSISTANT, TOOL):
                 messages.append(Message.from_record(record))
-    return messages
+    return attachments.bind(messages, session.dir)
 
 
 ECHOED_ROUNDS = 3
@@ -317,7 +344,8 @@ def _body(message: Message) -> str:
     calls = "".join(f"\n→ {call.name}({json.dumps(call.arguments, ensure_ascii=False)})"
                     for call in message.tool_calls)
     mark = " (interrupted)" if message.interrupted else ""
-    return f"{message.content}{mark}{calls}".strip()
+    files = "".join(f"\n📎 {describe(attachment)}" for attachment in message.attachments)
+    return f"{message.content}{mark}{calls}{files}".strip()
 
 
 def render_markdown(messages: list[Message]) -> str:
@@ -329,14 +357,26 @@ def render_markdown(messages: list[Message]) -> str:
 
 def render_html(messages: list[Message]) -> str:
     rows = "\n".join(f'<section class="{html.escape(m.role)}"><h2>{html.escape(_speaker(m))}</h2>'
-                     f"<pre>{html.escape(_body(m))}</pre></section>" for m in messages)
+                     f"<pre>{html.escape(_body(m))}</pre>{_images_html(m)}</section>" for m in messages)
     return ("<!doctype html>\n<meta charset=\"utf-8\">\n<title>iota conversation</title>\n"
             "<style>body{font-family:sans-serif;max-width:60em;margin:auto}pre{white-space:pre-wrap}"
             ".user h2{color:#06c}.tool{color:#555}</style>\n" + rows + "\n")
 
 
+def _images_html(message: Message) -> str:
+    """A message's attached images, inline, so the exported page stands on its own."""
+    images = []
+    for attachment in message.attachments:
+        data = attachment.read() if attachment.is_image else None
+        if data is not None:
+            images.append(f'<img alt="{html.escape(attachment.filename)}" style="max-width:100%" '
+                          f'src="data:{attachment.mime};base64,{base64.b64encode(data).decode()}">')
+    return "".join(images)
+
+
 COMMANDS = {
-    "model": ("the model, context window, effort or temperature, for this process", choose_model),
+    "model": ("the model, context window, effort, temperature, top_p or system prompt, for this process",
+              choose_model),
     "status": ("show the model, context, session and tools", show_status),
     "save": ("start saving this chat: /save [title]", save),
     "compact": ("summarise the older conversation now: /compact [hint]", compact_command),
@@ -347,6 +387,10 @@ COMMANDS = {
     "rewind": ("go back to before one of your messages (files are not rolled back)", rewind),
     "export": ("write the conversation to a file: /export [file.html|file.md]", export),
     "tools": ("list the tools the model can call", show_tools),
-    "skills": ("list the skills of this project", show_skills),
+    "skills": ("list the skills of this project, or run one: /skills [name [instructions]]", show_skills),
+    "file": (FILE_HELP, attach_file),
+    "debug": (DEBUG_HELP, debug),
+    "jobs": (JOBS_HELP, show_jobs),
+    "edit": (EDIT_HELP, edit_message),
     "quit": ("leave iota", None),
 }

@@ -160,7 +160,9 @@ class BotCompactor:
         self.flush_queued = False
         lane.notice(compaction.FLUSH_TRANSCRIPT_LINE)
         request = notice(compaction.flush_notice(self.memory.current().body))
-        turn = await lane.run_model_turn(request, Toolbox([self.remember]))
+        # A flush that fails calls nobody back and sets no error state (the seed's "sends no
+        # notification"): the compaction runs anyway, and its own failures raise the alarm.
+        turn = await lane.run_model_turn(request, Toolbox([self.remember]), quiet=True)
         saved = self.memory.take_notices()
         for line in saved:
             lane.notice(line)

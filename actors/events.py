@@ -6,6 +6,8 @@
     turn lane ──ComposerText──► face (the composer's text)
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
+    /edit ──ComposerText(text)──► face
+    /jobs ──JobsView(pages, reply channel), then JobsUpdate each second──► face ──ids to kill──► /jobs
     status ──Status(...)──► face
     a bot's tasks ──OpenTasks(rows)──► face (above the composer)
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 import trio
 
 from iota.tools.ask import Question
+from iota.tools.job_view import JobPage
 
 # ---- from the face ---------------------------------------------------------------------------
 
@@ -115,6 +118,9 @@ class Status:
     running: str = ""            # `Waiting for the model`, `shell ls`, `Compacting context…`; "" when idle
     running_since: float | None = None  # trio.current_time() when it started
     queued: int = 0
+    # The background jobs running, oldest first: (id, command name, trio.current_time() it started).
+    jobs: tuple[tuple[str, str, float], ...] = ()
+    debug: bool = False          # /debug is recording the API round trips
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,8 @@ class Ask:
 
 @dataclass(frozen=True)
 class ComposerText:
-    """Put `text` in the composer, to edit and send again (`/rewind` gives back the message it undid)."""
+    """Put `text` in the composer, to edit and send again (`/rewind` gives back the message it undid,
+    `/edit` what the person wrote in $EDITOR)."""
 
     text: str
 
@@ -174,6 +181,25 @@ class RunInTerminal:
 
     argv: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class JobsView:
+    """`/jobs`: the background jobs, one page each, a Kill tab. The ids to kill go back on `reply`
+    (an empty tuple, or None for Esc: nothing); `JobsUpdate`s keep it live meanwhile."""
+
+    jobs: tuple[JobPage, ...]
+    reply: trio.MemorySendChannel = field(compare=False)
+
+
+@dataclass(frozen=True)
+class JobsUpdate:
+    """The open `/jobs` read again: the jobs running now, how the ones that left ended (by id), or
+    `closed` when the command that opened it is gone."""
+
+    jobs: tuple[JobPage, ...] = ()
+    ended: tuple[tuple[str, str], ...] = ()
+    closed: bool = False
 
 
 @dataclass(frozen=True)

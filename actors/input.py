@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import trio
@@ -28,12 +29,12 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
     task_status.started()
     async for item in inputs:
         if isinstance(item, Submit):
-            name, _, argument = item.text.strip().partition(" ")
+            name, argument = command_and_argument(item.text)
             if name == "/quit":
                 leave(0)
             elif name.startswith("/") and name[1:] in commands:
                 _, body = commands[name[1:]]
-                lane.submit(Command(name[1:], argument.strip(), body))
+                lane.submit(Command(name[1:], argument, body))
             elif item.text.strip():
                 lane.submit(UserMessage(item.text))
         elif isinstance(item, Interrupt):
@@ -45,3 +46,10 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
             leave(item.code)
         elif isinstance(item, Focus):
             link.focus(item.focused)
+
+
+def command_and_argument(text: str) -> tuple[str, str]:
+    """`/name` and its argument: the first word, up to a space or a new line, and the rest (a
+    draft for `/edit` keeps its lines)."""
+    name, *rest = text.split(maxsplit=1) or [""]
+    return name, rest[0].strip() if rest else ""

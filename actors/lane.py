@@ -30,6 +30,7 @@ chat's (ChatParts.tasks), never before the next job.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
+from iota.sessions.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
@@ -157,6 +159,8 @@ class Lane:
         # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
         self.on_job_start: list[Callable[[], None]] = []
         self.on_rest: list[Callable[[Lane], None]] = []
+        # Files `/file` attached, waiting for the next message the person sends (actors.file_command).
+        self.attachments: list[Attachment] = []
         # Called, without waiting, once each model turn is saved (its turn_end written), with the
         # turn and how it ended (finished, failed, cancelled, interrupted).
         self.on_turn_saved: list[Callable[[Turn, str], None]] = []
@@ -263,6 +267,9 @@ class Lane:
         if not hidden:
             self.emit(UserEcho(text))
         user = Message(USER, content=text, hidden=hidden)
+        if not hidden and self.attachments:  # what /file attached goes with the person's next message
+            user.attachments, self.attachments = self.attachments, []
+            self.notice(attached_line(user.attachments))
         with self.interruptible() as scope:
             for hook in self.before_send:
                 await hook(self, user)
@@ -277,12 +284,15 @@ class Lane:
         if turn is not None and not self.inbox.has(QuietTurn):  # the bot goes on working: no call yet
             self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
-    async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False) -> Turn | None:
+    async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False,
+                             quiet: bool = False) -> Turn | None:
         """Send the conversation and `opening` (the user's message, or a notice such as the memory
         flush's), run the agent loop with `toolbox`, and keep what the turn does as it does it —
         all of it, or up to where Ctrl+C stopped it. A turn that fails keeps what it did, with a
         notice of the failure, and returns None. `recoverable`: a context-too-long failure is
-        mended by `self.recover` (a bot compacts) and the turn goes on from where it was."""
+        mended by `self.recover` (a bot compacts) and the turn goes on from where it was.
+        `quiet`: a failure is shown, but calls nobody back and leaves the host's state alone (the
+        memory flush, whose compaction runs whatever became of it)."""
         self.set_running("Waiting for the model")
         turn = Turn(id=new_turn_id())
         opening = dataclasses.replace(opening, turn=turn.id)
@@ -323,12 +333,15 @@ class Lane:
         for saved in self.on_turn_saved:
             saved(turn, outcome)
         if failure is not None:
-            return self._failed_turn(failure)
+            return self._failed_turn(failure, quiet=quiet)
         self.emit(TurnEnded(interrupted=turn.interrupted))
         return turn
 
-    def _failed_turn(self, error: IotaError) -> None:
+    def _failed_turn(self, error: IotaError, *, quiet: bool = False) -> None:
         self.emit(ErrorLine(str(error)))
+        if quiet:  # not the person's message that failed: nothing for the composer to offer again
+            self.emit(TurnEnded())
+            return None
         self.emit(TurnEnded(failed=True))
         self._failed = True
         self.host.notify(PingKind.TURN_ENDED, f"iota: {error}")
@@ -383,7 +396,13 @@ class Lane:
         self.meter.window = model.context_window
         self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
-                         queued=len(self.inbox)))
+                         queued=len(self.inbox), jobs=self._jobs_running(), debug=self.setup.debug.on))
+
+    def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
+        """The background jobs for the status row, their start on trio's clock (theirs is monotonic)."""
+        jobs = self.toolbox.jobs.running() if self.toolbox.jobs is not None else []
+        now, clock = time.monotonic(), trio.current_time()
+        return tuple((job.id, job.name, clock - (now - job.started)) for job in jobs)
 
     async def _ask_approval(self, request: ApprovalRequest) -> Decision:
         """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""

@@ -21,13 +21,9 @@ costs a directory listing and a stat per memory file.
 from __future__ import annotations
 
 import datetime
-import os
-import shlex
-import signal
 
-import trio
-
-from actors.events import Panel, RunInTerminal
+from actors.editor import run_editor
+from actors.events import Panel
 from actors.lane import Lane
 from iota.chat import ChatSetup
 from iota.memory.layers import BotMemory
@@ -109,25 +105,7 @@ class MemoryWatcher:
         except OSError as error:
             lane.notice(f"cannot create {chosen.path.parent}: {error.strerror or error}", warning=True)
             return
-        try:
-            command = [*editor_command(), str(chosen.path)]
-        except ValueError as error:  # shlex: an unclosed quote
-            lane.notice(f"cannot read $EDITOR: {error}", warning=True)
-            return
-        reply_send, reply_receive = trio.open_memory_channel(1)
-        lane.emit(RunInTerminal(tuple(command), reply_send))
-        outcome = await reply_receive.receive()
-        if isinstance(outcome, str):
-            lane.notice(f"cannot start the editor ({shlex.join(command[:-1])}): {outcome}; set $EDITOR", warning=True)
-        elif outcome < 0:   # ended by a signal: Ctrl+C in an editor that does not catch it
-            lane.notice(f"the editor was stopped by {signal.Signals(-outcome).name}", warning=True)
-        elif outcome != 0:
-            lane.notice(f"the editor exited with status {outcome}", warning=True)
-
-
-def editor_command() -> list[str]:
-    """The person's editor: $VISUAL, else $EDITOR, else vi, split as a shell would split it."""
-    return shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        await run_editor(lane, chosen.path)
 
 
 def _fresh(memory: BotMemory) -> BotMemory:

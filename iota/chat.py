@@ -19,9 +19,10 @@ from typing import AsyncIterator, Callable
 
 import trio
 
-from iota.config import settings
+from iota.config import params, settings
 from iota import paths
 from iota.config.settings import AgentConfig, Config, ResolvedModel
+from iota.debug_log import DebugLog
 from iota.errors import ConfigError
 from iota.mcp.servers import servers_for_run
 from iota.messages import Message
@@ -58,6 +59,8 @@ class ChatSetup:
     on_mcp_event: Callable[[str, bool], None] | None = None
     # What the iota that started this one confines it to (None: it was not started confined).
     confinement: Confinement | None = None
+    # `/debug`: while on, every request the chat's provider makes is recorded (iota.debug_log).
+    debug: DebugLog = field(default_factory=DebugLog)
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -66,10 +69,10 @@ class ChatSetup:
         return self.agent.mode
 
     def provider(self) -> Provider:
-        """The provider, made on first use."""
+        """The provider, made on first use (recording its round trips while /debug is on)."""
         if self._provider is None:
             self._provider = self.new_provider(self.model)
-        return self._provider
+        return self.debug.wrap(self._provider) if self.debug.on else self._provider
 
     def new_provider(self, model: ResolvedModel) -> Provider:
         """A provider of its own for `model` (the title pass's); the caller closes it."""
@@ -91,8 +94,9 @@ class ChatSetup:
 
     def switch_model(self, name: str) -> None:
         """`/model`: another model for the rest of this process; the agent's layered parameters
-        still apply. The config on disk is not changed."""
-        self.model = settings.resolve_model(self.config, self.agent, name)
+        still apply, and a value set by hand in /model stays where the new model's config says
+        nothing. The config on disk is not changed."""
+        self.model = params.carry_over(self.model, settings.resolve_model(self.config, self.agent, name))
         if self._provider is not None:
             self._retired.append(self._provider)
         self._provider = None
@@ -214,10 +218,14 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
                  system_override: str | None = None, replay: dict | None = None,
                  interactive: bool = True, mcp_flags: list[str] | None = None) -> ChatSetup:
     """Settle everything a chat takes from the config. `replay` is a resumed session's meta,
-    whose model and tuning are kept unless `-M` names another model."""
+    whose model and tuning are kept unless `-M` names another model: its layered parameters and
+    their sources replay as recorded, not evaluated from the config again (iota.config.params)."""
+    replayed = None
     if replay and not model_override and replay.get("provider") and replay.get("model"):
-        model_override = _replayed_model(loaded, replay)
+        model_override = replayed = _replayed_model(loaded, replay)
     model = settings.resolve_model(loaded, agent, model_override)
+    if replayed is not None:
+        model = params.replay(model, replay, settings.DEFAULT_CONTEXT_WINDOW)
     confinement = Confinement.from_environment(os.environ)
     if confinement is not None:
         enforce_confinement(confinement, loaded, agent, cwd, interactive=interactive, mcp_flags=mcp_flags or [])

@@ -5,7 +5,8 @@ sidebar shows what each chat is doing. Three hosts can show it, innermost first:
 
     herdr      a pane in herdr: JSON lines on its Unix socket (the pane's agent state)
     cmux       a surface in cmux: `cmux` commands (a status row keyed `iota`, a loading spinner)
-    terminal   always, behind either: OSC 9;4 progress on the tab, an OSC 9 attention ping
+    terminal   always, behind either: OSC 9;4 progress on the tab, an attention ping (OSC 9,
+               or kitty's OSC 99, or OSC 777 where only that is read)
 
 Only the innermost detected host is told anything besides the terminal. Hosts nest, and a pane
 inherits the environment of whatever spawned it: a herdr pane carries the `CMUX_SURFACE_ID`
@@ -63,8 +64,9 @@ class CmuxSurface:
 class Dialect(enum.Enum):
     """How the terminal is asked to show a desktop notification."""
 
-    OSC9 = "osc9"     # iTerm2, WezTerm, Ghostty, herdr, cmux and most others
-    OSC99 = "osc99"   # kitty
+    OSC9 = "osc9"       # iTerm2, WezTerm, Ghostty, herdr, cmux and most others
+    OSC99 = "osc99"     # kitty
+    OSC777 = "osc777"   # VTE (GNOME Terminal, Tilix, …), foot, urxvt: a title and a body
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,19 @@ def detect(environ: Mapping[str, str]) -> Host:
 
 
 def _terminal(environ: Mapping[str, str], *, inside_a_host: bool) -> Terminal:
-    # herdr's and cmux's own emulators read OSC 9; a KITTY_WINDOW_ID seen inside them was
-    # inherited from the kitty window they were started from, and is not the terminal we write to.
-    kitty = bool(environ.get("KITTY_WINDOW_ID")) or environ.get("TERM") == "xterm-kitty"
-    dialect = Dialect.OSC99 if kitty and not inside_a_host else Dialect.OSC9
+    """The terminal's notification dialect: kitty's OSC 99; OSC 777 where only that is read (VTE
+    says so with VTE_VERSION, which also survives tmux; foot and urxvt with their TERM); else
+    OSC 9. WezTerm and Ghostty read both 9 and 777 and name themselves in TERM_PROGRAM: OSC 9.
+    herdr's and cmux's own emulators read OSC 9, and a KITTY_WINDOW_ID or VTE_VERSION seen inside
+    them was inherited from the window they were started from, not the terminal we write to."""
+    term = environ.get("TERM", "")
+    kitty = bool(environ.get("KITTY_WINDOW_ID")) or term == "xterm-kitty"
+    osc9_program = environ.get("TERM_PROGRAM", "") in ("iTerm.app", "WezTerm", "ghostty")
+    osc777 = bool(environ.get("VTE_VERSION")) or term.startswith(("foot", "rxvt-unicode"))
+    if inside_a_host or not (kitty or osc777) or osc9_program:
+        dialect = Dialect.OSC9
+    else:
+        dialect = Dialect.OSC99 if kitty else Dialect.OSC777
     return Terminal(dialect, tmux=bool(environ.get("TMUX")))
 
 
@@ -242,8 +253,8 @@ def cmux_exit_commands() -> list[list[str]]:
 
 # ---- the terminal ----------------------------------------------------------------------------
 #
-# Progress on the tab (OSC 9;4) for every state, always. The attention ping (OSC 9, or OSC 99
-# for kitty) is followed by a plain BEL, which is what rings: terminals listen to one or the
+# Progress on the tab (OSC 9;4) for every state, always. The attention ping (OSC 9, OSC 99 for
+# kitty, OSC 777 for VTE, foot and urxvt) is followed by a plain BEL, which is what rings: terminals listen to one or the
 # other. Whether to ping at all (focus, `notify:`) is the notifier's decision, not these bytes'.
 # Focus reporting (DEC mode 1004) makes the terminal send FOCUS_IN / FOCUS_OUT as input, which
 # the app recognises and passes on to the notifier.
@@ -267,10 +278,16 @@ def progress(state: State, terminal: Terminal) -> bytes:
 
 
 def attention(text: str, terminal: Terminal) -> bytes:
-    """The attention ping carrying `text`, then the BEL that rings."""
+    """The attention ping carrying `text`, then the BEL that rings. OSC 777 has a title and a body:
+    `iota: the reply` is titled `iota`, `bot coder: compaction failing — …` `bot coder` (a `;`
+    in the title would end it, so it becomes a `,`)."""
     body = sanitize(text)
     if terminal.dialect is Dialect.OSC99:
         sequence = f"\x1b]99;;{body}\x1b\\"
+    elif terminal.dialect is Dialect.OSC777:
+        title, _, rest = body.partition(": ")
+        title, rest = (title, rest) if rest else ("iota", body)
+        sequence = f"\x1b]777;notify;{title.replace(';', ',')};{rest}\x07"
     else:
         sequence = f"\x1b]9;{body}\x07"
     return passthrough(sequence.encode(), terminal) + BEL

@@ -12,7 +12,9 @@ was written in), the deferred tools' `server_blocks` and `mounted_tools` (iota.m
 schedule's trigger, the auto-continue nudge, the open tasks sent with a turn, the journal
 entries attached to a message. The model is sent it like any other; the transcript, a resume's
 echo and search leave it out. Then `outcome`: how a turn ended (on its `turn_end`), and
-`rewound_to` (on a `rewind`). Three roles are the log's own bookkeeping, never sent to a model (see
+`rewound_to` (on a `rewind`), and `attachments`: the files a user message carries (`/file`), as
+the Rust iota writes them, `[{filename, mime, data_ref: "sha256:<hex>"}]`
+(iota.sessions.attachments). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn is over; its `outcome` is `failed`,
 `cancelled` (the person stopped it) or `interrupted` (iota stopped: a signal, a quit, a crash),
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from iota.sessions.attachments import Attachment
 
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
 PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"
@@ -107,6 +111,7 @@ class Message:
     hidden: bool = False
     outcome: str = ""                 # turn_end: failed | cancelled | interrupted ("" finished)
     rewound_to: int | None = None     # rewind: the byte offset of the first record undone
+    attachments: list[Attachment] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -140,6 +145,8 @@ class Message:
             record["outcome"] = self.outcome
         if self.rewound_to is not None:
             record["rewound_to"] = self.rewound_to
+        if self.attachments:
+            record["attachments"] = [attachment.to_record() for attachment in self.attachments]
         return record
 
     @classmethod
@@ -181,4 +188,5 @@ class Message:
             hidden=flag("hidden"),
             outcome=text("outcome"),
             rewound_to=rewound_to if type(rewound_to) is int else None,
+            attachments=[a for a in map(Attachment.from_record, objects("attachments")) if a is not None],
         )

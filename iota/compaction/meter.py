@@ -52,6 +52,8 @@ BOT_RESERVE = 32_000
 SNOOZE_PERCENT = 5
 # The framing each message costs beyond its text (role markers and separators).
 MESSAGE_FRAMING_TOKENS = 4
+# What an attached image is counted as (the Rust iota's figure; the provider's usage corrects it).
+IMAGE_TOKENS = 1200
 
 
 def normal_threshold(window: int) -> int:
@@ -81,12 +83,18 @@ def snoozed(threshold: int, window: int, snoozed_at: int | None) -> int:
 
 
 def estimate_messages(messages: Iterable[Message]) -> int:
-    """Tokens `messages` add to a request: text, reasoning, tool calls and 4 per message of framing."""
+    """Tokens `messages` add to a request: text, reasoning, tool calls, attachments (an image
+    1200, as the Rust iota counts one; a text file its text) and 4 per message of framing."""
     texts: list[str] = []
     framing = 0
     for message in messages:
         framing += MESSAGE_FRAMING_TOKENS
         texts += (message.content, message.reasoning)
+        for attachment in message.attachments:
+            if attachment.is_image:
+                framing += IMAGE_TOKENS
+            else:
+                texts.append(attachment.text() or "")
         for call in message.tool_calls:
             texts.append(call.name)
             for key, value in call.arguments.items():

@@ -63,6 +63,7 @@ from iota.errors import CompactionFailed, ProviderError
 from iota.memory.document import soft_warning
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
 from iota.providers.base import Provider, Request
+from iota.sessions.attachments import describe
 from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER, summary_preamble
 
 # The meter's names are re-exported, so the chat and the compactor need only `iota.compaction.summary`.
@@ -247,7 +248,9 @@ def transcript_lines(messages: Sequence[Message], result_cap: int = TOOL_RESULT_
     lines = []
     for message in messages:
         if message.role == USER:
-            lines.append(f"User: {message.content}")
+            # The summary is text: an attached file is named, so the summary can say what it was.
+            files = "".join(f" [attached: {describe(attachment)}]" for attachment in message.attachments)
+            lines.append(f"User: {message.content}{files}")
         elif message.role == ASSISTANT:
             if message.content:
                 lines.append(f"Assistant: {message.content}")

@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from iota import paths
-from iota.config import inheritance, trust
+from iota.config import inheritance, params, trust
+from iota.config.params import ParamSources
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
@@ -543,11 +544,12 @@ class ResolvedModel:
     # Which layer set context_window: "agent", "model" or "default" (the bot check names it).
     window_source: str
     defer_mode: str = "normal"
+    param_sources: ParamSources = ParamSources()  # where each layered value came from (iota.config.params)
 
     def meta_fields(self) -> dict[str, Any]:
         """What a session's meta.json records of the model (None clears a dropped setting)."""
         return dict(provider=self.provider.name, model=self.id, temperature=self.temperature, top_p=self.top_p,
-                    context_window=self.context_window, effort=self.effort)
+                    context_window=self.context_window, effort=self.effort, param_sources=self.param_sources.to_record())
 
 
 def find_agent(config: Config, name: str) -> AgentConfig:
@@ -578,7 +580,7 @@ def resolve_model(config: Config, agent: AgentConfig, override: str | None = Non
         temperature=agent.temperature if agent.temperature is not None else model.temperature,
         top_p=agent.top_p if agent.top_p is not None else model.top_p,
         reports_usage=model.reports_usage, supports_tools=model.supports_tools,
-        window_source=source, defer_mode=model.defer_mode,
+        window_source=source, defer_mode=model.defer_mode, param_sources=params.evaluate(agent, model),
     )
 
 

@@ -35,6 +35,8 @@ import httpx
 
 from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
+from iota.providers._attachments import Image, Text
+from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events
 from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
@@ -223,12 +225,13 @@ def wire_messages(messages: list[Message], server_blocks: bool = False) -> list[
     assistant's, and neighbours of one role merge into one message (the API wants the roles to
     alternate). System and compaction records are not conversation: the system prompt travels in
     `system`, a summary in the messages around it. `server_blocks`: an assistant message's tool
-    search blocks go first in it."""
+    search blocks go first in it. A user message's attachments are blocks before its text: an
+    `image` block with a base64 `source` for an image, a text block for a text file."""
     wire: list[tuple[int, dict[str, Any]]] = []
     for index, message in enumerate(messages):
         role, blocks = _blocks(message)
         if server_blocks and message.role == ASSISTANT:
-            blocks = [*message.server_blocks, *blocks]
+            blocks = [*(block for block in message.server_blocks if block.get("type") in SERVER_BLOCKS), *blocks]
         if not blocks:
             continue
         if wire and wire[-1][1]["role"] == role:
@@ -246,7 +249,7 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     # Empty text blocks are left out: the API rejects them.
     text = [{"type": "text", "text": message.content}] if message.content else []
     if message.role == USER:  # notices included: to the model a host notice is user text
-        return "user", text
+        return "user", [_user_block(part) for part in attachment_parts(message)] if message.attachments else text
     if message.role == ASSISTANT:
         calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
         return "assistant", text + calls
@@ -258,3 +261,9 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
             result["is_error"] = True
         return "user", [result]
     return "", []
+
+
+def _user_block(part: Text | Image) -> dict[str, Any]:
+    if isinstance(part, Image):
+        return {"type": "image", "source": {"type": "base64", "media_type": part.mime, "data": part.base64}}
+    return {"type": "text", "text": part.text}

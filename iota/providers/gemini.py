@@ -40,6 +40,8 @@ import httpx
 
 from iota.errors import ProviderError, ProviderRejected
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
+from iota.providers._attachments import Image
+from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events, response_body
 from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
@@ -207,7 +209,8 @@ def wire_contents(messages: list[Message], signatures: Mapping[str, str] = {}) -
     calls become `functionCall` parts of the model's content (the first with its thought
     signature), results `functionResponse` parts of a user content, and neighbours of one role
     merge into one content (function responses first: they must answer the calls right before
-    them). System and compaction records are not conversation."""
+    them). A user message's attachments are parts before its text: `inlineData` for an image.
+    System and compaction records are not conversation."""
     wire: list[tuple[int, dict[str, Any]]] = []
     for index, message in enumerate(messages):
         role, parts = _parts(message, signatures)
@@ -226,7 +229,10 @@ def _parts(message: Message, signatures: Mapping[str, str]) -> tuple[str, list[d
     # Empty text parts are left out: the API rejects a part without data.
     text = [{"text": message.content}] if message.content else []
     if message.role == USER:  # notices included: to the model a host notice is user text
-        return "user", text
+        if not message.attachments:
+            return "user", text
+        return "user", [{"inlineData": {"mimeType": part.mime, "data": part.base64}} if isinstance(part, Image)
+                        else {"text": part.text} for part in attachment_parts(message)]
     if message.role == ASSISTANT:
         calls = []
         for n, call in enumerate(message.tool_calls):

@@ -22,6 +22,8 @@ import httpx
 
 from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
+from iota.providers._attachments import Image
+from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider
 from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, dump, json_object
@@ -173,8 +175,8 @@ def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
     for index, message in enumerate(messages):
         if not waiting:
             group = index
-        if message.role == USER and message.content:  # notices included: to the model they are user text
-            entry = {"role": "user", "content": message.content}
+        if message.role == USER and (message.content or message.attachments):  # notices too: user text to the model
+            entry = {"role": "user", "content": user_content(message)}
             if waiting:
                 held.append(entry)
             else:
@@ -203,6 +205,15 @@ def wire_messages(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
                 wire.extend((group, held_entry) for held_entry in held)
                 held = []
     return wire + [(group, entry) for entry in held]
+
+
+def user_content(message: Message) -> str | list[dict[str, Any]]:
+    """A user message's content: its text, or with attachments a list of parts — `text`, and an
+    `image_url` part whose URL is the image as a data URL."""
+    if not message.attachments:
+        return message.content
+    return [{"type": "image_url", "image_url": {"url": part.data_url}} if isinstance(part, Image)
+            else {"type": "text", "text": part.text} for part in attachment_parts(message)]
 
 
 def _function(tool: dict[str, Any]) -> dict[str, Any]:

@@ -19,11 +19,24 @@ One POST to `{url}/responses` with `stream: true`, read as server-sent events, e
 A stream that ends without one of the three ends is incomplete, never a reply. The rest
 (`response.content_part.*`, `*.done` echoes, reasoning summaries) carries nothing we keep.
 
+Deferred tools (iota.mcp.defer, `tool-search` mode): a tool spec marked `deferred` is sent with
+`defer_loading: true` (the model sees its name and description, not its schema), beside a
+`tool_search` tool of `execution: "client"`. When the model wants such a tool it answers with a
+`tool_search_call` item (its `call_id` and `{"query": …}`) and stops; this provider answers it —
+the best matches of iota's own search (`iota.mcp.defer.search`) as the `tools` of a
+`tool_search_output` item with the same `call_id` — and asks again, the call and its output at
+the end of the input, until the model answers with text or function calls (at most
+MAX_SEARCH_ROUNDS searches in one reply). The searches and their outputs are the reply's
+`server_blocks`: kept with the assistant message and sent again before its text and calls on
+later requests — the tools they loaded stay loaded — but only in requests that carry deferred
+tools, since an API that was given no `tool_search` tool refuses its items.
+
 The conversation goes in `input` as the Rust iota sends it: user and assistant text as role
 messages, each tool call a `function_call` item (its `call_id`, not the item id: a call replayed
 with its `fc_` id would also need the reasoning item that came with it) and each result a
 `function_call_output`, in the order Chat Completions wants them (results right after their
-calls). Reasoning items are not kept, so a reasoning model starts each request
+calls). A user message's attachments are content parts before its text: `input_text`, and
+`input_image` with the image as a data URL. Reasoning items are not kept, so a reasoning model starts each request
 from the conversation alone. The system prompt is `instructions`.
 
 Sending, retrying and the rules for a stream that breaks are shared with the other providers
@@ -33,6 +46,7 @@ Sending, retrying and the rules for a stream that breaks are shared with the oth
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import httpx
@@ -41,12 +55,23 @@ from iota.errors import ProviderError
 from iota.messages import Message, Usage
 from iota.providers import openai
 from iota.providers._http import HttpProvider, read_events
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
-from iota.providers._wire import WireHistory, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers._streaming import ToolCallParts, incomplete, one_line, retry_until_output, stream_failure
+from iota.providers._wire import WireHistory, dump, json_object
+from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request, ToolSpec
 
 # Why a response ended early, in the words the rest of iota uses for `stop_reason`.
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
+# The tool search iota answers itself, sent beside the deferred tools.
+TOOL_SEARCH = {
+    "type": "tool_search", "execution": "client",
+    "description": ("Search the deferred tools and load the ones you need before first use. Query by capability "
+                    'keywords (e.g. "create pull request"); the best matches load and stay available.'),
+    "parameters": {"type": "object", "properties": {"query": {
+        "type": "string", "description": "Capability keywords."}}, "required": ["query"], "additionalProperties": False},
+}
+# The items of the tool search, kept with the assistant message and sent again.
+SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
+MAX_SEARCH_ROUNDS = 8
 
 
 class OpenResponsesProvider(HttpProvider):
@@ -63,10 +88,32 @@ class OpenResponsesProvider(HttpProvider):
         self._endpoint = (base_url or openai.DEFAULT_URL).rstrip("/") + "/responses"
         self._headers = {"content-type": "application/json", "accept": "text/event-stream"} | (
             {"authorization": f"Bearer {api_key}"} if api_key else {})
-        self._history = WireHistory(wire_items)
+        # The conversation with the tool searches' items, for requests with deferred tools, and without.
+        self._histories = {True: WireHistory(partial(wire_items, server_blocks=True)), False: WireHistory(wire_items)}
 
-    def encode(self, request: Request) -> tuple[str, bytes]:
-        return self._endpoint, json_object(request_fields(request), "input", self._history.encode(request.messages))
+    def encode(self, request: Request, extra: list[dict[str, Any]] = ()) -> tuple[str, bytes]:
+        """The URL and body; `extra` is what this reply has said and been answered so far (its
+        tool searches and their outputs), at the end of the input."""
+        items = self._histories[has_deferred(request)].encode(request.messages) + [dump(item) for item in extra]
+        return self._endpoint, json_object(request_fields(request), "input", items)
+
+    async def stream(self, request: Request, on_text: OnText) -> Reply:
+        """One reply, asking again after each tool search the model makes, with its answer."""
+        answered: list[dict[str, Any]] = []  # the reply's tool searches and their outputs so far
+        text = ""
+        while True:
+            said = [{"role": "assistant", "content": text}] if text else []
+            url, body = self.encode(request, answered + said)
+            reply = await retry_until_output(partial(self._attempt, url, body), on_text)
+            text += reply.text
+            searches = [item for item in reply.server_blocks if item.get("type") == "tool_search_call"]
+            if searches and len(answered) // 2 + len(searches) > MAX_SEARCH_ROUNDS:
+                raise ProviderError(f"{self.name}: the model searched for tools {MAX_SEARCH_ROUNDS} times in one reply "
+                                    "without going on; giving up")
+            for call in searches:
+                answered += [call, search_output(call, request.tools)]
+            if not searches or reply.tool_calls:  # a call made beside the search goes on as any other
+                return Reply(text, reply.tool_calls, reply.usage, reply.stop_reason, answered)
 
     async def headers(self, url: str, body: bytes) -> dict[str, str]:
         return self._headers
@@ -91,6 +138,7 @@ class _Reading:
         self._calls = ToolCallParts()
         self._usage: dict[str, Any] = {}
         self._refused = False
+        self._searches: list[dict[str, Any]] = []  # the model's tool_search_call items, for the provider to answer
         self.stop_reason = ""  # set by the event that ends the response
 
     def take(self, data: str) -> None:
@@ -123,6 +171,11 @@ class _Reading:
                 "refusal" if self._refused else "tool_use" if self._calls else "end_turn")
 
     def _take_item(self, item: dict[str, Any], done: bool) -> None:
+        if item.get("type") == "tool_search_call" and done and item.get("execution") == "client":
+            # Kept as it is replayed: by its call_id, without the item id.
+            self._searches.append({key: item[key] for key in ("type", "execution", "call_id", "status", "arguments")
+                                   if key in item})
+            return
         if item.get("type") != "function_call":
             return
         key = item.get("id") or item.get("call_id")
@@ -143,7 +196,33 @@ class _Reading:
             cache_read=cached,
             total=self._usage.get("total_tokens") or 0,
         )
-        return Reply("".join(self._text), self._calls.finish(), usage, self.stop_reason)
+        return Reply("".join(self._text), self._calls.finish(), usage, self.stop_reason, self._searches)
+
+
+def has_deferred(request: Request) -> bool:
+    return any(tool.deferred for tool in request.tools)
+
+
+def search_output(call: dict[str, Any], tools: list[ToolSpec]) -> dict[str, Any]:
+    """The answer to a `tool_search_call`: the deferred tools that match its query, best first
+    (as many as `search_tools` loads), each with its whole schema."""
+    from iota.mcp.defer import SEARCH_TOP_K, search  # only a chat with deferred servers comes here
+
+    arguments = call.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = {}
+    query = arguments.get("query") if isinstance(arguments, dict) else None
+    found = search(query, [tool for tool in tools if tool.deferred]) if isinstance(query, str) else []
+    return {"type": "tool_search_output", "execution": "client", "call_id": call.get("call_id"), "status": "completed",
+            "tools": [_function(tool) for tool in found[:SEARCH_TOP_K]]}
+
+
+def _function(tool: ToolSpec) -> dict[str, Any]:
+    return {"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+            "strict": False, **({"defer_loading": True} if tool.deferred else {})}
 
 
 def request_fields(request: Request) -> dict[str, Any]:
@@ -152,8 +231,9 @@ def request_fields(request: Request) -> dict[str, Any]:
     if request.system:
         fields["instructions"] = request.system
     if request.tools:
-        fields["tools"] = [{"type": "function", "name": tool.name, "description": tool.description,
-                            "parameters": tool.parameters, "strict": False} for tool in request.tools]
+        fields["tools"] = [_function(tool) for tool in request.tools]
+        if has_deferred(request):
+            fields["tools"].append(TOOL_SEARCH)
     if request.temperature is not None:
         fields["temperature"] = request.temperature
     if request.top_p is not None:
@@ -163,18 +243,28 @@ def request_fields(request: Request) -> dict[str, Any]:
     return fields
 
 
-def wire_items(messages: list[Message]) -> list[tuple[int, dict[str, Any]]]:
+def wire_items(messages: list[Message], server_blocks: bool = False) -> list[tuple[int, dict[str, Any]]]:
     """iota's messages as Responses input items, each with the index its group starts at: the
     Chat Completions messages (`openai.wire_messages`, which also puts a notice recorded between
     calls and results after the results), each made into items — text as a role message, each
     tool call a `function_call` item after the assistant's text, each result a
-    `function_call_output`."""
-    return [(start, item) for start, message in openai.wire_messages(messages) for item in _items(message)]
+    `function_call_output`. `server_blocks`: an assistant message's tool searches and their
+    outputs go first in it (an assistant entry starts at its own message's index)."""
+    wire = []
+    for start, message in openai.wire_messages(messages):
+        if server_blocks and message["role"] == "assistant":
+            wire += [(start, block) for block in messages[start].server_blocks if block.get("type") in SEARCH_ITEMS]
+        wire += [(start, item) for item in _items(message)]
+    return wire
 
 
 def _items(message: dict[str, Any]) -> list[dict[str, Any]]:
     if message["role"] == "tool":
         return [{"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]}]
-    text = [{"role": message["role"], "content": message["content"]}] if message["content"] else []
+    content = message.get("content")
+    if isinstance(content, list):  # a user message with attachments
+        content = [{"type": "input_image", "image_url": part["image_url"]["url"]} if part["type"] == "image_url"
+                   else {"type": "input_text", "text": part["text"]} for part in content]
+    text = [{"role": message["role"], "content": content}] if content else []
     return text + [{"type": "function_call", "call_id": call["id"], "name": call["function"]["name"],
                     "arguments": call["function"]["arguments"]} for call in message.get("tool_calls", ())]

@@ -7,6 +7,7 @@ bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.
     ~/.iota/sessions/projects/<slug>/<id>/     agent-mode sessions, one bucket per project
         meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
         messages.jsonl   the conversation, append-only (see iota.sessions.log)
+        attachments/     the files messages carry, one per content hash (iota.sessions.attachments)
         .lock            held by the one process writing the bundle; holds its pid
 
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
@@ -34,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from iota.sessions import locking
+from iota.sessions import attachments, locking
 from iota.errors import AmbiguousSession, SessionError, SessionNotFound
 from iota.messages import (ASSISTANT, COMPACTION, PARTIAL, REWIND, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER,
                            Message)
@@ -215,6 +216,7 @@ class Session:
             meta, rebuilt = read_or_rebuild_meta(bundle)
             cut = cut_torn_tail(log) if log.exists() else None
             view, index = load_log(log, meta.get(_INDEX_KEY))
+            view.messages = attachments.bind(view.messages, bundle)
             view.warnings[:0] = [warning for warning in (rebuilt, cut) if warning]
             session = cls(bundle, meta, view, index)
             session._lock = lock
@@ -275,6 +277,11 @@ class Session:
             self._materialize()
         fd = self._log_fd
         assert fd is not None
+        try:  # the files a record refers to are on disk before it is
+            attachments.store(self.dir, [a for message in messages for a in message.attachments])
+        except OSError as exc:
+            raise SessionError(f"failed to save session {self.id}: {describe(messages)} not written: its attachment "
+                               f"could not be stored: {exc.strerror}") from exc
         start = os.fstat(fd).st_size
         try:
             for line in lines:
@@ -323,6 +330,7 @@ class Session:
             self._append([Message(REWIND, content=text, rewound_to=target)], durable=True, meta=False)
             try:
                 view, index = load_log(self.dir / LOG_NAME, self.meta.get(_INDEX_KEY))
+                view.messages = attachments.bind(view.messages, self.dir)
             except OSError as exc:
                 raise SessionError(f"failed to read session {self.id} after the rewind: {exc.strerror}") from exc
             self._index = index

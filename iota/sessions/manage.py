@@ -30,6 +30,7 @@ from typing import Any
 
 from iota.errors import SessionError
 from iota.messages import ASSISTANT, SYSTEM, Message
+from iota.sessions import attachments
 from iota.sessions.bundle import Session, SessionInfo, SessionView, list_sessions, lock_bundle
 from iota.sessions.log import LOG_NAME, load_log
 from iota.sessions.meta import META_NAME, read_or_rebuild_meta, render_meta, write_atomically
@@ -108,7 +109,7 @@ def fork_bundle(bundle: Path, title: str = "") -> Session:
     parent_title = meta.get("title") if isinstance(meta.get("title"), str) else ""
     child = Session.new(bundle.parent, parent=bundle.name, title=fork_title(title, parent_title, bundle.name),
                         **settings)
-    write_fork(child, view.messages)
+    write_fork(child, attachments.bind(view.messages, bundle))  # so the fork can copy their files
     return child
 
 
@@ -124,7 +125,8 @@ def write_fork(child: Session, visible: Sequence[Message]) -> None:
     if not any(message.role != SYSTEM for message in visible):
         raise SessionError(f"session {child.meta.get('parent')} has no conversation to fork yet")
     records = [dataclasses.replace(message, turn="") for message in visible]
-    child.append(records)
+    child.append(records)  # the attachments' files are copied into the child first
+    records = attachments.bind(records, child.dir)
     last_usage = next((m.usage for m in reversed(records) if m.role == ASSISTANT and m.usage is not None), None)
     child.view = SessionView(messages=records, last_usage=last_usage, message_count=child.meta["message_count"])
 

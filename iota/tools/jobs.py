@@ -5,6 +5,7 @@ table that keeps commands running after their call has returned.
         ended_or_let_go = await jobs.run(spec, let_go_after=20)
         job = await jobs.start_background(spec)
         jobs.running()                                    # for /jobs and the status row
+        jobs.kill("b3")                                   # /jobs' Kill: the job ends as killed
 
 Every command, foreground or background, is a task in the table's nursery that owns the process
 from spawn to reaping. Its cancel scope is the only way a command is stopped: a timeout is the
@@ -62,6 +63,7 @@ LINES_OMITTED = "\n[... {} lines omitted — pipe through head/tail/grep to narr
 BYTES_OMITTED = "\n[... {} bytes omitted ...]\n"
 
 NAME_CHARS = 64
+ENDED_KEPT = 64
 
 
 class TooManyJobs(ToolError):
@@ -180,11 +182,23 @@ class JobTable:
         self._jobs: dict[str, _Command] = {}
         self._job_count = 0
         self._call_count = 0
+        # How the last jobs ended (`exit 0 after 1m 12s`, `killed`), by id, for a /jobs page still
+        # open on one; the oldest are forgotten past ENDED_KEPT.
+        self.ended: dict[str, str] = {}
 
     def running(self) -> list[JobInfo]:
         """The jobs still running, oldest first."""
         jobs = [command.info() for command in self._jobs.values() if command.process is not None]
         return sorted(jobs, key=lambda job: job.started)
+
+    def kill(self, job_id: str) -> bool:
+        """Stop a running job (its whole process group); its notice says `killed` when it has
+        ended. False when no such job runs."""
+        command = self._jobs.get(job_id)
+        if command is None:
+            return False
+        command.kill()
+        return True
 
     async def run(self, spec: CommandSpec, *, let_go_after: float = LET_GO_SECONDS) -> Ended | LetGo:
         """Runs a command until it ends or `let_go_after` seconds pass, whichever is first; then it
@@ -308,6 +322,9 @@ class JobTable:
             status = "killed"
         else:
             status = f"exit {command.exit_code} after {elapsed}"
+        self.ended[job.id] = status
+        while len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
         text = f"[background job {job.id} finished: {status}] {job.name}"
         output = await read_output(job.log_path)
         if output.strip():

@@ -74,6 +74,34 @@ def test_the_terminal_is_always_there_with_its_dialect():
     assert hosts.detect({**HERDR_ENV, "KITTY_WINDOW_ID": "3"}).terminal == PLAIN
 
 
+def test_osc_777_where_the_terminal_reads_only_that():
+    vte = Terminal(Dialect.OSC777)
+    assert hosts.detect({"VTE_VERSION": "7600", "TERM": "xterm-256color"}).terminal == vte
+    assert hosts.detect({"TERM": "foot"}).terminal == vte
+    assert hosts.detect({"TERM": "foot-extra"}).terminal == vte
+    assert hosts.detect({"TERM": "rxvt-unicode-256color"}).terminal == vte
+    # VTE_VERSION is inherited into tmux, whose TERM says nothing of the terminal outside it.
+    assert hosts.detect({"VTE_VERSION": "7600", "TERM": "tmux-256color", "TMUX": "x"}).terminal == Terminal(
+        Dialect.OSC777, tmux=True)
+    # Terminals that read OSC 9 as well say who they are; kitty wins for kitty; hosts read OSC 9.
+    assert hosts.detect({"TERM": "foot", "TERM_PROGRAM": "WezTerm"}).terminal == PLAIN
+    assert hosts.detect({"VTE_VERSION": "7600", "TERM_PROGRAM": "ghostty"}).terminal == PLAIN
+    assert hosts.detect({"VTE_VERSION": "7600", "KITTY_WINDOW_ID": "3"}).terminal == KITTY
+    assert hosts.detect({**HERDR_ENV, "VTE_VERSION": "7600"}).terminal == PLAIN
+
+
+def test_osc_777_bytes_carry_a_title_and_a_body():
+    vte = Terminal(Dialect.OSC777)
+    assert hosts.attention("iota: the tests pass", vte) == b"\x1b]777;notify;iota;the tests pass\x07\x07"
+    assert hosts.attention("bot coder: compaction failing — 529; try later", vte) == (
+        "\x1b]777;notify;bot coder;compaction failing — 529; try later\x07\x07".encode())
+    assert hosts.attention("no title here", vte) == b"\x1b]777;notify;iota;no title here\x07\x07"
+    # Nothing in the text can end the sequence early or add a field to the title.
+    assert hosts.attention("a;b: x\x07\x1b]9;evil", vte) == b"\x1b]777;notify;a,b;x]9;evil\x07\x07"
+    assert hosts.attention("iota: done", Terminal(Dialect.OSC777, tmux=True)) == (
+        b"\x1bPtmux;\x1b\x1b]777;notify;iota;done\x07\x1b\\\x07")
+
+
 def test_host_lines():
     assert hosts.host_lines(hosts.detect(HERDR_ENV)) == ["host: herdr", "herdr pane: w1:t2:p3"]
     assert hosts.host_lines(hosts.detect({**HERDR_ENV, "HERDR_WORKSPACE_ID": "w1", "HERDR_TAB_ID": "w1:t2"})) == [

@@ -8,7 +8,8 @@ count):
     Responses  POST …/responses: named events — response.created, response.in_progress, then per
                output item output_item.added, its deltas (output_text.delta pieces, or a
                function_call's function_call_arguments.delta fragments), the matching .done
-               events and output_item.done; the end is response.completed with the usage
+               events and output_item.done (a scripted `server_blocks` item, a client tool
+               search's `tool_search_call`, comes first, added and done whole); the end is response.completed with the usage
                (response.incomplete for max_tokens and refusal); a failure is an `error` event.
     Gemini     POST /v1beta/models/{model}:streamGenerateContent?alt=sse (or tunedModels/…): unnamed `data:` chunks,
                each a GenerateContentResponse — the text in pieces, each function call whole in
@@ -29,6 +30,7 @@ import json
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
+from tests.support.api_rules import data_url_parts, image_problem
 from tests.support.fake_model import _arguments_text, _split, _stop_reason
 
 # Google's status words for the HTTP errors a test scripts without naming its kind.
@@ -51,27 +53,69 @@ def dialect(path: str) -> str | None:
 def conversation_error(dialect: str | None, body: Any) -> str | None:
     """What the real API answers (with a 400) a malformed conversation in these two dialects, as
     tests.support.api_rules does for the others. The Responses API wants every `function_call`
-    answered by a `function_call_output` somewhere in the input, and every output to answer a call;
-    Gemini wants a turn of function calls right after a user turn, answered by the next content with
-    as many function responses, and no part without data."""
+    answered by a `function_call_output` somewhere in the input, and every output to answer a call,
+    the same of a client tool search's `tool_search_call` and `tool_search_output`, a `tool_search`
+    tool wherever a tool is `defer_loading` or the input has tool search items, and images only in
+    a user message; Gemini wants a turn of function calls right after a user turn, answered by the
+    next content with as many function responses, and no part without data. Images must be images
+    of the type they claim in both (tests.support.api_rules.image_problem)."""
     if dialect == "openresponses" and isinstance(body, dict) and isinstance(body.get("input"), list):
         items = [item for item in body["input"] if isinstance(item, dict)]
-        calls = [item.get("call_id") for item in items if item.get("type") == "function_call"]
-        outputs = [item.get("call_id") for item in items if item.get("type") == "function_call_output"]
-        unanswered = [call for call in calls if call not in outputs]
-        if unanswered:
-            return f"No tool output found for function call {unanswered[0]}."
-        stray = [output for output in outputs if output not in calls]
-        if stray:
-            return f"No tool call found for function call output with call_id {stray[0]}."
+        for kind, output_kind, name in (("function_call", "function_call_output", "function call"),
+                                        ("tool_search_call", "tool_search_output", "tool search call")):
+            calls = [item.get("call_id") for item in items if item.get("type") == kind]
+            outputs = [item.get("call_id") for item in items if item.get("type") == output_kind]
+            unanswered = [call for call in calls if call not in outputs]
+            if unanswered:
+                return f"No tool output found for {name} {unanswered[0]}."
+            stray = [output for output in outputs if output not in calls]
+            if stray:
+                return f"No tool call found for {name} output with call_id {stray[0]}."
+        return _responses_tools_error(body, items) or _responses_images_error(items)
     if dialect == "gemini" and isinstance(body, dict) and isinstance(body.get("contents"), list):
         return _gemini_error([content for content in body["contents"] if isinstance(content, dict)])
+    return None
+
+
+def _responses_tools_error(body: dict[str, Any], items: list[dict[str, Any]]) -> str | None:
+    tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict)]
+    searching = any(tool.get("type") == "tool_search" for tool in tools)
+    deferred = [tool.get("name") for tool in tools if tool.get("defer_loading")]
+    if deferred and not searching:
+        return f"Tool '{deferred[0]}' has defer_loading set, which requires a tool_search tool in tools."
+    if not searching and any(item.get("type") in ("tool_search_call", "tool_search_output") for item in items):
+        return "Input contains tool search items, but no tool_search tool was provided in tools."
+    for tool in tools:
+        if tool.get("type") == "tool_search" and tool.get("execution") == "client" and not tool.get("parameters"):
+            return "Missing required parameter: 'tools[].parameters' for a tool_search tool with execution 'client'."
+    return None
+
+
+def _responses_images_error(items: list[dict[str, Any]]) -> str | None:
+    for index, item in enumerate(items):
+        content = item.get("content")
+        for position, part in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(part, dict) or part.get("type") != "input_image":
+                continue
+            if item.get("role") != "user":
+                return f"Invalid 'input[{index}].content[{position}]': input_image is only allowed in user messages."
+            mime, data = data_url_parts(part.get("image_url"))
+            problem = image_problem(mime, data) if mime is not None else "Invalid image URL: not a base64 data URL."
+            if problem:
+                return f"Invalid 'input[{index}].content[{position}].image_url': {problem}"
     return None
 
 
 def _gemini_error(contents: list[dict[str, Any]]) -> str | None:
     for index, content in enumerate(contents):
         parts = [part for part in content.get("parts") or [] if isinstance(part, dict)]
+        for position, part in enumerate(parts):
+            inline = part.get("inlineData")
+            if isinstance(inline, dict):
+                problem = image_problem(inline.get("mimeType"), inline.get("data"))
+                if problem or content.get("role") != "user":
+                    return (f"* GenerateContentRequest.contents[{index}].parts[{position}].inline_data: "
+                            f"{problem or 'inline data is only accepted in a user turn'}")
         if not parts or any(not any(part.get(key) for key in ("text", "functionCall", "functionResponse", "inlineData"))
                             for part in parts):
             return f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty, and each part " \
@@ -113,6 +157,11 @@ def responses_frames(scripted: Any, model: str, ids: Iterator[int]) -> Frames:
                                 "status": "in_progress", "output": [], "usage": None}
     steps = [(False, event("response.created", response=response)), (False, event("response.in_progress", response=response))]
     output: list[dict[str, Any]] = []
+    for block in scripted.server_blocks:  # a client tool search: the item whole, as it is announced
+        item = {"id": f"ts_{next(ids):04d}", "status": "completed", **block}
+        steps += [(False, event("response.output_item.added", output_index=len(output), item={**item, "status": "in_progress"})),
+                  (False, event("response.output_item.done", output_index=len(output), item=item))]
+        output.append(item)
     if scripted.text:
         item = {"type": "message", "id": f"msg_{next(ids):04d}", "status": "in_progress", "role": "assistant", "content": []}
         where = {"item_id": item["id"], "output_index": len(output), "content_index": 0}

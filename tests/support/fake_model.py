@@ -246,9 +246,10 @@ class FakeModel:
         pieces an error event ends the stream; after `drop_after` pieces the connection drops
         (mid chunked body); after `stall_after` pieces the server goes silent but keeps the
         connection open; `no_stop` leaves out the end (message_stop / finish_reason, usage and
-        [DONE]) and closes the stream cleanly. `server_blocks` (Anthropic only) come first:
-        blocks of Anthropic's own server tools (a `server_tool_use`, whose `input` is streamed as
-        JSON, and a `tool_search_tool_result`)."""
+        [DONE]) and closes the stream cleanly. `server_blocks` come first: on Anthropic, blocks of
+        its own server tools (a `server_tool_use`, whose `input` is streamed as JSON, and a
+        `tool_search_tool_result`); on the Responses API, output items such as a client tool
+        search's `tool_search_call`."""
         self._push(_stream(text, **options))
 
     def fail(self, status: int, *, retry_after_ms: int | None = 10, error_type: str | None = None,
@@ -433,9 +434,12 @@ class FakeModel:
         try:
             if invalid and dialect == "gemini":
                 _send_json(handler, 400, *fake_dialects.gemini_failure(400, None, None, invalid, False))
-            elif invalid:
-                _send_json(handler, 400, *_failure_body(_HttpFailure(400, None, "invalid_request_error", invalid),
-                                                        dialect))
+            elif invalid:  # in the dialect's own error shape, as a scripted 400 would be
+                refusal = _HttpFailure(400, None, "invalid_request_error", invalid)
+                if dialect == "bedrock":
+                    _send_json(handler, 400, *bedrock_failure(*_failure_body(refusal, "anthropic"), context_too_long=False))
+                else:
+                    _send_json(handler, 400, *_failure_body(refusal, "anthropic" if dialect == "vertex" else dialect))
             elif scripted is None:
                 error = {"type": "api_error", "message": f"fake model: nothing scripted for {handler.command} {path}"}
                 _send_json(handler, 500, {"type": "error", "error": error}, {"x-should-retry": "false"})

@@ -37,11 +37,12 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Ask, Card, CancelInnermost, Choose, ComposerText, ErrorLine, Focus, Interrupt, Leave,
-                           Notice, OpenTasks, Panel, SlashCommands, Status, Submit, TextDelta, ToolEnded, ToolStarted,
-                           TurnEnded, UserEcho)
+from actors.events import (Ask, Card, CancelInnermost, Choose, ComposerText, ErrorLine, Focus, Interrupt, JobsUpdate,
+                           JobsView, Leave, Notice, OpenTasks, Panel, SlashCommands, Status, Submit, TextDelta,
+                           ToolEnded, ToolStarted, TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
+from ui.widgets.jobs import JobsBrowser
 from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
 from ui.widgets.status import StatusRow
@@ -66,8 +67,8 @@ class ChatLayout(urwid.WidgetWrap):
                                            focus_column=1)
         self.status_row = StatusRow(clock)
         self.open_tasks = OpenTasksRows()
-        self._choices: deque[Choose | Ask] = deque()
-        self._chooser: Chooser | QuestionForm | None = None
+        self._choices: deque[Choose | Ask | JobsView] = deque()
+        self._chooser: Chooser | QuestionForm | JobsBrowser | None = None
         self._last_sent = ""  # the message of the turn in progress, offered again if it fails
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
@@ -75,7 +76,7 @@ class ChatLayout(urwid.WidgetWrap):
         super().__init__(urwid.Frame(body=self.transcript, footer=self._bottom, focus_part="footer"))
 
     @property
-    def chooser(self) -> Chooser | QuestionForm | None:
+    def chooser(self) -> Chooser | QuestionForm | JobsBrowser | None:
         return self._chooser
 
     def _arrange_bottom(self) -> None:
@@ -122,9 +123,11 @@ class ChatLayout(urwid.WidgetWrap):
             case OpenTasks(rows=rows):
                 self.open_tasks.show(rows)
                 self._arrange_bottom()
-            case Choose() | Ask():
+            case Choose() | Ask() | JobsView():
                 self._choices.append(event)
                 self._show_next_choice()
+            case JobsUpdate():
+                self._update_jobs(event)
             case ComposerText(text=text):
                 self.composer.set_edit_text(text)
                 self.composer.set_edit_pos(len(text))
@@ -139,7 +142,9 @@ class ChatLayout(urwid.WidgetWrap):
         if self._chooser is None and self._choices:
             prompt = self._choices[0]
             answered = partial(self._answered, prompt)
-            if isinstance(prompt, Choose) and prompt.search:
+            if isinstance(prompt, JobsView):
+                self._chooser = JobsBrowser(prompt.jobs, answered)
+            elif isinstance(prompt, Choose) and prompt.search:
                 self._chooser = FilterChooser(prompt.title, prompt.options, prompt.search, answered)
             elif isinstance(prompt, Choose):
                 self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
@@ -147,7 +152,17 @@ class ChatLayout(urwid.WidgetWrap):
                 self._chooser = QuestionForm(prompt.questions, answered)
             self._arrange_bottom()
 
-    def _answered(self, prompt: Choose | Ask, answer: object) -> None:
+    def _update_jobs(self, update: JobsUpdate) -> None:
+        """`/jobs` read again, or gone (its browser closes as if Esc were pressed)."""
+        browser = self._chooser
+        if isinstance(browser, JobsBrowser) and update.closed:
+            browser.close()
+        elif isinstance(browser, JobsBrowser):
+            browser.update(update)
+        elif update.closed:  # still waiting behind another prompt: it will never be answered
+            self._choices = deque(prompt for prompt in self._choices if not isinstance(prompt, JobsView))
+
+    def _answered(self, prompt: Choose | Ask | JobsView, answer: object) -> None:
         self._choices.popleft()
         self._chooser = None
         if isinstance(prompt, Choose) and prompt.detail:
@@ -168,7 +183,7 @@ class ChatLayout(urwid.WidgetWrap):
         self._arrange_bottom()
 
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
-        if isinstance(self._chooser, Chooser):
+        if isinstance(self._chooser, (Chooser, JobsBrowser)):
             columns, rows = size
             below = sum(widget.rows((columns,)) for widget, _ in self._bottom.contents if widget is not self._chooser)
             self._chooser.limit_rows(max(0, rows - below - TRANSCRIPT_ROWS_KEPT))

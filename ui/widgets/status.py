@@ -1,6 +1,9 @@
 """The status row under the composer: the model, the context, what runs and for how long.
 
-    claude-sonnet-4-5 · ≈12.3k / 200k (6%) · Waiting for the model · 3s · 2 queued
+    claude-sonnet-4-5 · ≈12.3k / 200k (6%) · Waiting for the model · 3s · 2 queued · job b3 cargo test 1m 12s
+
+Background jobs end the row (v0.5.0): one reads `job b3 cargo test 1m 12s`, several `3 jobs 3m 1s`
+with the oldest's clock; `debug` follows while /debug records.
 
 The figure reads `used / window (pct%)`, with a leading `≈` when it is a local estimate rather
 than what the provider reported. The timer is computed when the row is drawn, from the time the
@@ -33,7 +36,20 @@ def status_segments(status: Status, now: float) -> list[tuple[str, str]]:
             segments.append(("status_running", format_elapsed(now - status.running_since)))
     if status.queued:
         segments.append(("status", f"{status.queued} queued"))
+    if status.jobs:
+        segments.append(("status_running", jobs_segment(status.jobs, now)))
+    if status.debug:
+        segments.append(("status_running", "debug"))
     return segments
+
+
+def jobs_segment(jobs: tuple[tuple[str, str, float], ...], now: float) -> str:
+    """`job b3 cargo test 1m 12s` for one background job; `3 jobs 3m 1s` for several, the oldest's clock."""
+    job_id, name, started = jobs[0]
+    clock = format_elapsed(now - started)
+    if len(jobs) == 1:
+        return f"job {job_id} {escape_controls(name)} {clock}"
+    return f"{len(jobs)} jobs {clock}"
 
 
 def status_text(status: Status, now: float) -> str:
@@ -51,10 +67,14 @@ class StatusRow(urwid.WidgetWrap):
 
     @property
     def timer_started(self) -> float | None:
-        """When the timer the row shows started, or None when it shows none (nothing to tick)."""
-        if self._status is None or not self._status.running:
+        """When a timer the row shows started (what runs, or the oldest background job), or None
+        when it shows none (nothing to tick)."""
+        if self._status is None:
             return None
-        return self._status.running_since
+        starts = [start for _, _, start in self._status.jobs[:1]]
+        if self._status.running and self._status.running_since is not None:
+            starts.append(self._status.running_since)
+        return min(starts, default=None)
 
     def show(self, status: Status) -> None:
         self._status = status
