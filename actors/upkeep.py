@@ -275,7 +275,7 @@ class Upkeep:
         return rules.Context(self.memory.bot, datetime.date.today().isoformat(), files,
                              [describe(entry) for entry in entries], skills, condensed)
 
-    async def _tell(self, lane: Lane, report: _Report) -> None:
+    async def _tell(self, lane: Lane, report: _Report, *, by: str = "the upkeep") -> None:
         """Show every write as a dim notice and record it in the conversation as a memory notice;
         a candidate's text is shown, not recorded: candidates are never sent with requests."""
         memory = report.memory + self.memory.take_notices()
@@ -287,7 +287,7 @@ class Upkeep:
             lane.notice(line)
         changed = len(noted) + len(expired)
         recorded = memory + skills + ([f"memory: {changed} change{'' if changed == 1 else 's'} to the candidates "
-                                       "by the upkeep (kept apart, never sent; /candidates lists them)"]
+                                       f"by {by} (kept apart, never sent; /candidates lists them)"]
                                       if changed else [])
         if recorded:
             await lane.keep([notice(line) for line in recorded])
@@ -324,7 +324,7 @@ class Upkeep:
         except ToolError as error:
             lane.notice(str(error), warning=True)
             return
-        await self._tell(lane, _Report())
+        await self._tell(lane, _Report(), by="the user")
 
 
 class _Failed(Exception):

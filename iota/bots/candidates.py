@@ -212,12 +212,16 @@ def describe(entry: Entry) -> str:
     return " · ".join(parts + [entry.text])
 
 
-def promote(entry: Entry, memory: MemoryFile, *, project: str | None, today: date) -> None:
+def promote(entry: Entry, memory: MemoryFile, *, project: str | None, now: int) -> None:
     """Write candidate `entry` into MEMORY.md as an `[inferred]` line, under every MEMORY.md rule
-    (its notice is the file's, taken with the others); it becomes the tracked durable line.
-    MemoryRefusal leaves all as it was."""
-    memory.write(Add(entry.text, "inferred", entry.section, project), today)
-    entry.state, entry.hits = DURABLE, 0
+    (its notice is the file's, taken with the others); it becomes the tracked durable line, dated
+    now like the line itself. MemoryRefusal leaves all as it was."""
+    memory.write(Add(entry.text, "inferred", entry.section, project), _day(now))
+    entry.state, entry.hits, entry.created = DURABLE, 0, now
+
+
+def _day(now: int) -> date:
+    return datetime.fromtimestamp(now, timezone.utc).date()
 
 
 def _annotated(memory: MemoryFile, why: str) -> list[str]:
@@ -246,14 +250,14 @@ def consolidate(entries: list[Entry], memory: MemoryFile, *, now: int, project: 
     model lines, promote candidates with PROMOTE_HITS hits or pinned, demote unpinned lines idle
     DEMOTE_DAYS, expire unpinned candidates idle EXPIRE_DAYS. Without counting (no journal, so no
     hits can be seen) nothing is promoted by hits and nothing is demoted. Changes `entries` in place."""
-    today = datetime.fromtimestamp(now, timezone.utc).date()
+    today = _day(now)
     done = Consolidated()
     track_memory_lines(entries, memory, now=now, since=high_water)
     for entry in [e for e in entries if e.state == CANDIDATE]:
         if entry.pinned or (counting and entry.hits >= PROMOTE_HITS):
             why = "pinned" if entry.pinned else f"{entry.hits} hits"
             try:
-                promote(entry, memory, project=project, today=today)
+                promote(entry, memory, project=project, now=now)
                 done.memory_notices += _annotated(memory, f"promoted: {why}")
             except MemoryRefusal as refusal:
                 if "already has that line" in str(refusal):

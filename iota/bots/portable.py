@@ -293,14 +293,14 @@ class Plan:
         lines += [f"⚠ {risk}" for risk in self.risks]
         lines += [f"  ({note})" for note in self.notes]
         if self.bundle.soul is not None:
-            lines += ["", f"{MEMORY_DIR}/{SOUL} ({kib(len(self.bundle.soul.encode()))} KiB):",
+            lines += ["", f"{MEMORY_DIR}/{SOUL} ({_size(len(self.bundle.soul.encode()))}):",
                       *(f"  │ {line}" for line in self.bundle.soul.splitlines())]
         for path, data in sorted(self.bundle.skills.items()):
             lines.append("")
             if PurePosixPath(path).name == SKILL_FILE:
                 lines += [f"{path}:", *(f"  │ {line}" for line in data.decode("utf-8").splitlines())]
             else:
-                lines.append(f"{path} ({len(data)} bytes)")
+                lines.append(f"{path} ({_size(len(data))})")
         return "\n".join(lines)
 
 
@@ -392,6 +392,10 @@ def _file_agents(path: Path) -> dict[str, Any]:
 def _direct_model(config: Config, reference: str) -> bool:
     provider, colon, model_id = reference.partition(":")
     return bool(colon and model_id) and provider in config.providers
+
+
+def _size(size: int) -> str:
+    return f"{size} bytes" if size < 1024 else f"{kib(size)} KiB"
 
 
 def _yaml_lines(document: dict[str, Any]) -> list[str]:

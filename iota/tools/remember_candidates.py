@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import Any
 
 from iota.bots.candidates import (CANDIDATE, DURABLE, PROMOTE_HITS, CandidateBook, Entry, Mark, add, describe, find,
@@ -80,8 +79,7 @@ class CandidateActions:
             entries.remove(entry)
             said = f'forgot candidate {go_quote(entry.text)}'
         elif action == "promote":
-            today = datetime.fromtimestamp(now, timezone.utc).date()
-            promote(entry, self.memory, project=self.project, today=today)
+            promote(entry, self.memory, project=self.project, now=now)
             said = f"promoted {go_quote(entry.text)} to MEMORY.md as an [inferred] line"
         else:
             entry.pinned = action == "pin"
