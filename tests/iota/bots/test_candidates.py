@@ -191,3 +191,14 @@ def test_what_a_message_about_an_entry_must_say():
     assert about_expression(["pytest", "unittest"]) == '"pytest" "unittest"'
     assert about_expression(["a", "b", "c"]) == '("a" "b") OR ("a" "c") OR ("b" "c")'
     assert about_expression([]) is None
+
+
+def test_a_promoted_line_counts_its_idle_days_from_its_promotion(bot):
+    now = int(time.time())
+    memory = MemoryFile("coder", bot.dir)
+    entries = [Entry("c1", "Deploys go to staging first", created=now - 40 * DAY, hits=3, last_hit=now - 29 * DAY)]
+    consolidate(entries, memory, now=now, project="project", high_water=None, counting=True)
+    consolidate(entries, memory, now=now + 5 * DAY, project="project", high_water=None, counting=True)
+    assert "Deploys go to staging first" in memory.path.read_text()
+    consolidate(entries, memory, now=now + 31 * DAY, project="project", high_water=None, counting=True)
+    assert "Deploys go to staging first" not in memory.path.read_text()
