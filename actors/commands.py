@@ -58,6 +58,7 @@ async def show_status(lane: Lane, argument: str) -> None:
         ("Mode", setup.mode),
         ("Session", session.id if session else "not saved · /save keeps it"),
         ("Title", (session.meta.get("title") if session else None) or "(untitled)"),
+        *(row() for row in lane.status_rows),
     ]
     width = max(len(name) for name, _ in rows)
     lane.emit(Panel("Status", "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)))

@@ -90,10 +90,14 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
 
 
 async def _apply(lane: Lane, compacted: Compacted) -> None:
-    """Append the record (shielded: it must not be torn) and switch to the new live view."""
+    """Append the record (shielded: it must not be torn) and switch to the new live view; the
+    lane's `on_compacted` hooks are given what was condensed."""
     conversation = lane.conversation
+    split = compaction.split_for_compaction(conversation.messages)
     with trio.CancelScope(shield=True):
         await trio.to_thread.run_sync(conversation.apply_compaction, compacted.record, compacted.messages)
+    for condensed in lane.on_compacted:
+        condensed(split.middle if split is not None else [])
     lane.meter.reseed(conversation.messages, overhead=compaction.estimate_messages(
         [Message(SYSTEM, content=lane.setup.system_prompt())]))
     lane.show_status()

@@ -112,6 +112,12 @@ class Lane:
         self.on_turn_saved: list[Callable[[Turn, str], None]] = []
         # After /rewind changed the conversation (a bot's journal drops the undone turns).
         self.after_rewind: list[Callable[[Lane], Awaitable[None]]] = []
+        # Told of each job the person submits, as it is submitted (a bot's upkeep gives way at once).
+        self.on_submit: list[Callable[[Job], None]] = []
+        # After a compaction, with the messages it condensed (a bot's upkeep reads them too).
+        self.on_compacted: list[Callable[[list[Message]], None]] = []
+        # More (name, value) rows for /status (a bot's upkeep: what it took).
+        self.status_rows: list[Callable[[], tuple[str, str]]] = []
         self._stopping = False  # the chat is leaving: a turn cut short now was interrupted, not cancelled
 
     # -- what the input actor calls --
@@ -125,6 +131,8 @@ class Lane:
         if isinstance(job, UserMessage):
             self.inbox.hold(False)
         self.inbox.put(job)
+        for submitted in self.on_submit:
+            submitted(job)
         self.show_status()
 
     def interrupt(self, *, stopping: bool = False) -> bool:

@@ -232,7 +232,8 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
         root = confinement.root
     else:
         root = paths.project_root(cwd) if agent.mode in ("agent", "bot") else Path(os.path.abspath(cwd))
-    skills, warnings = discover(root) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
+    bot = agent.name if agent.mode == "bot" else None
+    skills, warnings = discover(root, bot) if agent.mode in ("agent", "bot") and agent.tools.skills else ([], [])
     return ChatSetup(config=loaded, agent=agent, model=model, project_root=root, cwd=Path(os.path.abspath(cwd)),
                      instructions=read_instructions(loaded, agent, cwd, system_override), interactive=interactive,
                      skills=skills, warnings=warnings, mcp_flags=list(mcp_flags or []), confinement=confinement)

@@ -25,6 +25,8 @@ from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.supervisor import ChatParts
 from actors.titler import Titler
+from actors.skills_watcher import SkillsWatcher
+from actors.upkeep import CANDIDATES_HELP, Upkeep
 from iota import __version__
 from iota.bots import bot as bots
 from iota.config import settings, trust
@@ -40,8 +42,12 @@ from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, list_sessions, lock_bundle
 from iota.sessions.tree import tree_choices
+from iota.bots.candidates import CandidateBook, end_of_log
 from iota.tools.recall import Recall
 from iota.tools.remember import Remember
+from iota.tools.remember_candidates import CandidateActions
+from iota.tools.skill_write import SkillTool
+from iota.tools.skills import bot_skills_dir
 from ui.commands.resumed import resumed_session
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
@@ -87,6 +93,10 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     work = chat.work
     if work is not None:
         commands.update(work.commands)
+    upkeep = chat.upkeep
+    if upkeep is not None:
+        commands["candidates"] = (CANDIDATES_HELP, upkeep.command)
+    skills = SkillsWatcher(setup) if setup.mode in ("agent", "bot") and setup.agent.tools.skills else None
     commands["help"] = (COMMANDS["help"][0], help_command(commands))
     card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings])
 
@@ -98,16 +108,18 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
-        before_send=[*([chat.typed.before_send] if chat.typed else []), chat.watcher.before_send,
+        before_send=[*([chat.typed.before_send] if chat.typed else []), *([upkeep.before_send] if upkeep else []),
+                     chat.watcher.before_send, *([skills.before_send] if skills else []),
                      compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else []),
                      *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
-                    *(work.after_turn if work else [])],
+                    *(work.after_turn if work else []), *([upkeep.after_turn] if upkeep else [])],
         recover=compactor.recover if compactor else None,
         on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
-        # A bot's session keeps the bot's name (no title pass); its scheduler and its journal's
-        # writer run beside the lane.
-        tasks=[*(work.actors if work else []), *([chat.journal.run] if chat.journal else [])] if chat.bot
+        # A bot's session keeps the bot's name (no title pass); its scheduler, its journal's
+        # writer and its upkeep run beside the lane.
+        tasks=[*(work.actors if work else []), *([chat.journal.run] if chat.journal else []),
+               *([upkeep.run] if upkeep else [])] if chat.bot
         else [Titler(setup).run])
     return parts
 
@@ -125,6 +137,7 @@ class _Opened:
     typed: _TypedByPerson | None = None   # a bot's: what backs its `[user]` memory lines
     work: BotWork | None = None           # a bot's tasks, schedules and notes
     journal: JournalKeeper | None = None  # a bot's journal, unless `journal: false`
+    upkeep: Upkeep | None = None          # a bot's wrapping up after turns (and its candidates)
     history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
 
     @property
@@ -164,8 +177,14 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     session = start.session
     conversation = Conversation.from_session(session)
     typed = _TypedByPerson(conversation)
-    remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed)
+    candidates = CandidateActions(CandidateBook(start.dir), memory.main, project=setup.project_root.name,
+                                  mark=lambda: end_of_log(session.dir))
+    remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed,
+                        candidates=candidates)
     setup.extra_tools.append(remember)
+    skill = SkillTool(bot_skills_dir(start.name), lambda: setup.skills) if setup.agent.tools.skills else None
+    if skill is not None:
+        setup.extra_tools.append(skill)
     work = open_bot_work(setup, start.dir)
     setup.extra_tools.extend(work.tools)
     warnings += work.warnings
@@ -183,7 +202,8 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
     journal = _open_journal(setup, start, cleanup, warnings)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, history)
+    upkeep = Upkeep(setup, memory, remember, candidates, skill, journal, watcher.refresh_memory)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep, history)
 
 
 def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,

@@ -236,12 +236,15 @@ def summary_request(
         parts.append("\n--- CONVERSATION START ---\n")
     else:
         parts.append("\n\n--- CONVERSATION START ---\n")
-    parts.extend(line + "\n" for line in _transcript(messages))
+    parts.extend(line + "\n" for line in transcript_lines(messages))
     parts.append("--- CONVERSATION END ---")
     return "".join(parts)
 
 
-def _transcript(messages: Sequence[Message]) -> list[str]:
+def transcript_lines(messages: Sequence[Message], result_cap: int = TOOL_RESULT_CAP) -> list[str]:
+    """`messages` as plain text, a line each (`User: …`, `Assistant called tool x(map[…])`, `Tool x
+    result: …` cut to `result_cap` characters): how a model is shown a conversation as data (the
+    summary request, a bot's upkeep)."""
     lines = []
     for message in messages:
         if message.role == USER:
@@ -254,7 +257,7 @@ def _transcript(messages: Sequence[Message]) -> list[str]:
             for call in message.tool_calls:
                 lines.append(f"Assistant called tool {call.name}({_go_map(call.arguments)})")
         elif message.role == TOOL:
-            lines.append(f"Tool {message.tool_call_name} result: {message.content[:TOOL_RESULT_CAP]}")
+            lines.append(f"Tool {message.tool_call_name} result: {message.content[:result_cap]}")
     return lines
 
 

@@ -39,6 +39,7 @@ TYPE_KEYS = {"key": tuple(ENV_KEYS), "region": ("bedrock", "vertex"), "project_i
 EFFORTS = ("minimal", "low", "medium", "high")
 # Turns in a row a bot continues a task in progress by itself before it stops and says so.
 DEFAULT_AUTO_CONTINUE = 10
+DEFAULT_UPKEEP_EVERY = 5
 # How a model is shown the tools of MCP servers with `defer:` (iota.mcp.defer), and the provider
 # types that speak each protocol: every type the `search_tools` wrapper, Anthropic its own
 # deferred tools, the OpenAI Responses API its tool search, Chat Completions a mount in history.
@@ -207,6 +208,11 @@ class AgentConfig:
     # and the IANA time zone its schedules run in (None: the machine's).
     auto_continue: int = DEFAULT_AUTO_CONTINUE
     timezone: str | None = None
+    # A bot's upkeep after turns (iota.bots.upkeep): on or off, every how many of the person's
+    # turns it runs, and the model it asks (None: the agent's own).
+    upkeep: bool = True
+    upkeep_every: int = DEFAULT_UPKEEP_EVERY
+    upkeep_model: str | None = None
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> AgentConfig:
@@ -218,7 +224,9 @@ class AgentConfig:
                    _text(raw, "system_file"), Toolsets.decode(raw.get("tools")), servers, mode,
                    raw.get("no_save", False), raw.get("notify", True), _text(raw, "description"),
                    tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw),
-                   title_model=_text(raw, "title_model"), auto_continue=_auto_continue(raw), timezone=_timezone(raw))
+                   title_model=_text(raw, "title_model"), auto_continue=_auto_continue(raw), timezone=_timezone(raw),
+                   upkeep=raw.get("upkeep", True), upkeep_every=_upkeep_every(raw),
+                   upkeep_model=_text(raw, "upkeep_model"))
 
 
 @dataclass(frozen=True)
@@ -321,6 +329,13 @@ def _auto_continue(raw: dict) -> int:
     value = raw.get("auto_continue", DEFAULT_AUTO_CONTINUE)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BadValue("auto_continue", f"want a number of turns from 0 (0 turns it off), got {value!r}")
+    return value
+
+
+def _upkeep_every(raw: dict) -> int:
+    value = raw.get("upkeep_every", DEFAULT_UPKEEP_EVERY)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadValue("upkeep_every", f"want a number of turns from 1 (upkeep: false turns it off), got {value!r}")
     return value
 
 
@@ -484,7 +499,8 @@ def _check_references(config: Config) -> None:
     for name, agent in config.agents.items():
         source = config.sources[f"agents.{name}"]
         for key, wanted in (("model", [agent.model] if agent.model else []), ("choices", agent.choices),
-                            ("title_model", [agent.title_model] if agent.title_model else [])):
+                            ("title_model", [agent.title_model] if agent.title_model else []),
+                            ("upkeep_model", [agent.upkeep_model] if agent.upkeep_model else [])):
             for model in wanted:
                 if model not in config.models and not _is_direct_model(config, model):
                     raise fail(source, f"agents.{name}.{key}",

@@ -204,7 +204,7 @@ def _agent_risks(entry_name: str, entry: dict, mine: Any, cwd: Path, lost_models
     system_file = entry.get("system_file")
     if isinstance(system_file, str) and not _inside(system_file, cwd):
         add("system_file", f"reads {system_file} into the system prompt, from outside the project")
-    for key in ("model", "choices", "title_model"):
+    for key in ("model", "choices", "title_model", "upkeep_model"):
         for model in _texts(entry.get(key)):
             provider, colon, _ = model.partition(":")
             if model in lost_models:

@@ -79,10 +79,15 @@ def _stems(text: str) -> set[str]:
     return set(_stemmer().stemWords(words(text)))
 
 
+def content_words(text: str) -> list[str]:
+    """The words of `text` that make its claim, each once, in the order they come."""
+    return list(dict.fromkeys(word for word in words(text) if word not in _FUNCTION_WORDS
+                              and word not in _FRAMING_WORDS))
+
+
 def content_stems(text: str) -> set[str]:
     """The stems of the words of `text` that make its claim."""
-    kept = [word for word in words(text) if word not in _FUNCTION_WORDS and word not in _FRAMING_WORDS]
-    return set(_stemmer().stemWords(kept))
+    return set(_stemmer().stemWords(content_words(text)))
 
 
 def unbacked(line: str, typed: Iterable[str]) -> list[str] | None:

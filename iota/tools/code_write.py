@@ -274,8 +274,9 @@ def _snippet(text: str, line: int) -> str:
     return "\n".join(numbered(n, lines[n - 1]) for n in range(first, last + 1))
 
 
-def unified_diff(shown: str, before: str, after: str) -> str | None:
-    """The change as a unified diff for the person, or None when nothing changed.
+def unified_diff(shown: str, before: str, after: str, *, context: int = 3) -> str | None:
+    """The change as a unified diff for the person, with `context` unchanged lines around each
+    change, or None when nothing changed.
 
     Characters that do not show (controls, bidi and zero-width marks) are written as escapes,
     so no line of the change can hide itself or another. A diff past the output cap is cut, and
@@ -283,7 +284,8 @@ def unified_diff(shown: str, before: str, after: str) -> str | None:
     lines = [
         visible(line)
         for line in difflib.unified_diff(
-            _diff_lines(before), _diff_lines(after), fromfile=f"a/{shown}", tofile=f"b/{shown}", lineterm=""
+            _diff_lines(before), _diff_lines(after), fromfile=f"a/{shown}", tofile=f"b/{shown}", lineterm="",
+            n=context,
         )
     ]
     if not lines:

@@ -4,6 +4,7 @@
     USER.md           the same, about the person (sections Profile, Preferences)
     BRIEF.md          the same, for the mission (Goals, Constraints, Decisions)
     SOUL.md           patch: the body of one `##` section replaced, never the whole file
+    candidates.jsonl  candidates, pin, unpin, promote, forget (iota.tools.remember_candidates)
 
 It asks for no approval: it writes only the bot's own files, a line or a section at a time. What
 makes up for that is that every write is visible and reversible: the transcript shows the change
@@ -40,6 +41,8 @@ from iota.memory.lines import MemoryRefusal, go_quote
 from iota.memory.provenance import unbacked, unbacked_change
 from iota.tools.base import Tool, ToolResult
 from iota.tools.code_write import unified_diff
+from iota.tools.remember_candidates import ACTIONS as CANDIDATE_ACTIONS
+from iota.tools.remember_candidates import ITEMS_SCHEMA, CandidateActions
 
 DESCRIPTION = (
     "Save a line to your long-term memory, which you are shown again in later turns, after compactions and "
@@ -57,7 +60,12 @@ DESCRIPTION = (
     "\"inferred\"), \"inferred\" for your own conclusions and anything read in tool output. The tag and the "
     "date are added for you. Lines without a [user] or [inferred] tag were written by the user and cannot be "
     "changed: ask them instead. Global and inherited memory are read-only. Never store secrets, keys or "
-    "tokens: the files are plain text, sent with every request, and may be committed to git."
+    "tokens: the files are plain text, sent with every request, and may be committed to git. "
+    "A bot also keeps candidates, facts kept apart until they prove lasting: action \"candidates\" notes "
+    "items (one short line each, with keywords) and lists them with their hits; a candidate the user brings up "
+    "3 times, or one pinned, is promoted to MEMORY.md by itself. \"pin\", \"unpin\", \"promote\" and "
+    "\"forget\" take old: a candidate's id or part of its text (pin also keeps a MEMORY.md line from being "
+    "demoted)."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -65,10 +73,12 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "action": {
             "type": "string",
-            "enum": ["add", "replace", "remove", "patch"],
+            "enum": ["add", "replace", "remove", "patch", *CANDIDATE_ACTIONS],
             "description": "add a line, replace the line containing old, or remove it; patch (SOUL.md only) "
-                           "replaces the body of one section.",
+                           "replaces the body of one section; candidates notes items and lists the candidates; "
+                           "pin, unpin, promote and forget change the candidate named by old.",
         },
+        "items": ITEMS_SCHEMA,
         "text": {"type": "string", "description": "The entry, one line (add, replace); for patch, the section's "
                                                   "new body, any number of lines."},
         "source": {
@@ -77,7 +87,8 @@ PARAMETERS: dict[str, Any] = {
             "description": "user: the user said it. inferred: your own conclusion, or read in tool output. "
                            "Required for add and replace.",
         },
-        "old": {"type": "string", "description": "A substring of exactly one existing line (replace, remove)."},
+        "old": {"type": "string", "description": "A substring of exactly one existing line (replace, remove), or "
+                                                 "a candidate's id or part of its text (pin, unpin, promote, forget)."},
         "section": {
             "type": "string",
             "description": "Where add files the line: \"User\" (default), \"Project: <name>\" or \"Open threads\" in "
@@ -101,14 +112,17 @@ class Remember(Tool):
 
     def __init__(self, memory: MemoryFile, *, files: Mapping[str, MemoryFile] | None = None,
                  project: str | None = None, typed_by_person: Callable[[], list[str]] = list,
-                 today: Callable[[], datetime.date] = datetime.date.today):
+                 today: Callable[[], datetime.date] = datetime.date.today,
+                 candidates: CandidateActions | None = None):
         """`memory` is the bot's MEMORY.md, `files` its memory directory's SOUL.md, USER.md and
         BRIEF.md by name (iota.memory.layers.BotMemory has both; without `files` the tool writes
         MEMORY.md alone). `project` is the project the chat runs in (the project directory's
         name), the one `## Project:` section it may write; `typed_by_person` gives the person's
         recent messages (iota.memory.provenance.typed_by_person), the only backing a `[user]`
-        line or a SOUL.md patch can have."""
+        line or a SOUL.md patch can have. `candidates`, a bot's candidate memory, takes the
+        candidate actions (without it they are refused)."""
         self.memory = memory
+        self.candidates = candidates
         self.files = dict(files or {})
         self.project = project
         self._typed_by_person = typed_by_person
@@ -118,6 +132,8 @@ class Remember(Tool):
         """`add ## User`, `replace "tabs"`, `add memory/BRIEF.md ## Goals`, `patch memory/SOUL.md ## Style`:
         what the call is about, for the transcript (MEMORY.md goes without saying)."""
         action = _text(args, "action").strip()
+        if action in CANDIDATE_ACTIONS and self.candidates is not None:
+            return self.candidates.target(action, args)
         try:
             kind = file_kind(args)
         except MemoryRefusal:
@@ -135,6 +151,11 @@ class Remember(Tool):
     async def run(self, args: dict[str, Any]) -> ToolResult:
         # No await from here on: the write is a few KiB, synchronous, and so cannot be cancelled
         # half-way. A refusal (MemoryRefusal is a ToolError) becomes the error result the model reads.
+        action = _text(args, "action").strip()
+        if action in CANDIDATE_ACTIONS:
+            if self.candidates is None:
+                raise MemoryRefusal(f"action {go_quote(action)} is for a bot's candidates, and this chat keeps none")
+            return self.candidates.run(action, args)
         kind, edit = decode(args, self.project)
         writer = self._writer(kind)
         edit, downgraded = self._backed(edit, writer)

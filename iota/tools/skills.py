@@ -3,11 +3,15 @@
 A skill is a directory holding a `SKILL.md` whose YAML front matter gives `name` (the
 directory's name: lowercase letters, digits and single hyphens, at most 64 characters) and
 `description` (at most 1024 characters). Skills are looked for in `<project root>/.agents/skills`,
-then `~/.iota/skills`, then `~/.agents/skills`, alphabetically within each; the first skill of a
-name wins. An invalid skill is skipped with a one-line warning, never a failure.
+then `~/.iota/skills`, then `~/.agents/skills`, then — for a bot — the bot's own
+`~/.iota/bots/<name>/skills` (the ones it writes with the `skill` tool, iota.tools.skill_write),
+alphabetically within each; the first skill of a name wins. An invalid skill is skipped with a
+one-line warning, never a failure.
 
 The model sees only names and descriptions (the catalog). It reads a skill's body, or a file the
-body refers to, through `load_skill`, which never reads outside the skill's directory.
+body refers to, through `load_skill`, which never reads outside the skill's directory. The
+directories are looked at again before each message (`skills_signature`, a listing and a stat a
+skill: actors.skills_watcher), so a skill added, changed or removed on disk reaches the next request.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from iota import paths
 from iota.tools.base import Tool, ToolError, ToolResult
 
 CATALOG_CAP = 32 * 1024
-_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True)
@@ -39,15 +43,22 @@ class Skill:
         return split_front_matter((self.directory / "SKILL.md").read_text(encoding="utf-8"))[1]
 
 
-def skill_roots(project_root: Path) -> list[Path]:
-    return [project_root / ".agents" / "skills", paths.skills_dir(), paths.home() / ".agents" / "skills"]
+def skill_roots(project_root: Path, bot: str | None = None) -> list[Path]:
+    """Where skills are found, in the order a name is looked up; a bot's own directory comes last."""
+    roots = [project_root / ".agents" / "skills", paths.skills_dir(), paths.home() / ".agents" / "skills"]
+    return roots + ([bot_skills_dir(bot)] if bot else [])
 
 
-def discover(project_root: Path) -> tuple[list[Skill], list[str]]:
+def bot_skills_dir(bot: str) -> Path:
+    """`~/.iota/bots/<name>/skills`: the one directory the `skill` tool writes."""
+    return paths.bots_dir() / bot / "skills"
+
+
+def discover(project_root: Path, bot: str | None = None) -> tuple[list[Skill], list[str]]:
     """The valid skills in discovery order, and a warning for each one skipped."""
     skills: dict[str, Skill] = {}
     warnings: list[str] = []
-    for root in skill_roots(project_root):
+    for root in skill_roots(project_root, bot):
         if not root.is_dir():
             continue
         for directory in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -62,6 +73,26 @@ def discover(project_root: Path) -> tuple[list[Skill], list[str]]:
                 continue
             skills[skill.name] = skill
     return list(skills.values()), warnings
+
+
+def skills_signature(roots: list[Path]) -> tuple:
+    """What changes when a skill is added, removed or edited under `roots`: each directory's
+    entries with their SKILL.md's stamp (mtime, size, inode). A listing and a stat a skill, no
+    reading, so it is cheap enough to take before every message."""
+    signature = []
+    for root in roots:
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                status = os.stat(root / name / "SKILL.md")
+            except OSError:
+                status = None
+            stamp = (status.st_mtime_ns, status.st_size, status.st_ino) if status is not None else None
+            signature.append((str(root), name, stamp))
+    return tuple(signature)
 
 
 def read_skill(directory: Path) -> Skill:
@@ -80,7 +111,7 @@ def read_skill(directory: Path) -> Skill:
     if not isinstance(meta, dict):
         raise ValueError("SKILL.md has no front matter with name: and description:")
     name, description = meta.get("name"), meta.get("description")
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
+    if not isinstance(name, str) or not SKILL_NAME.fullmatch(name) or len(name) > 64:
         raise ValueError("name: must be lowercase letters, digits and hyphens, at most 64 characters")
     if name != directory.name:
         raise ValueError(f'name: "{name}" does not match its directory "{directory.name}"')
@@ -134,6 +165,10 @@ class LoadSkill(Tool):
     parallel = True
 
     def __init__(self, skills: list[Skill]):
+        self.update(skills)
+
+    def update(self, skills: list[Skill]) -> None:
+        """The skills found again (a hot reload): the next call reads from these."""
         self._skills = {skill.name: skill for skill in skills}
 
     def target(self, args: dict[str, Any]) -> str:

@@ -47,6 +47,12 @@ turn for the scripted answers. It is served apart: scripted with `title(...)` or
 `fail_title(...)`, recorded in `title_requests` (not `requests`), and answered with
 `DEFAULT_TITLE` when nothing is scripted for it — a real model always has a title to give.
 
+A bot's upkeep (iota.bots.upkeep: requests whose first user message opens with `UPKEEP_HEADER`)
+comes after a turn, every few turns, at a time most tests do not care about; it is served apart
+too: scripted with `upkeep(...)` (or `respond_to_upkeep`), recorded in `upkeep_requests`, and
+answered `Nothing to keep.` when nothing is scripted for it — a model wrapping up with nothing to
+do. It is checked against the real APIs' rules like any other request.
+
 Every request is recorded (path, headers, parsed JSON body), with whether the client went away
 before the server had finished (`disconnected`). The waiting helpers (`wait_for_request`,
 `RecordedRequest.wait_done`) block; from trio, call them through `trio.to_thread.run_sync`.
@@ -72,10 +78,12 @@ try:
 except ImportError:  # the benchmarks run the server from a plain install, without the test extras
     pytest = None
 
+from iota.bots.upkeep import UPKEEP_HEADER
 from iota.sessions.titles import TITLE_INSTRUCTION
 from tests.support.api_rules import conversation_error
 
 DEFAULT_TITLE = "Fake session title"
+DEFAULT_UPKEEP = "Nothing to keep."
 
 _OPENAI_STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -210,6 +218,9 @@ class FakeModel:
         self._requests: list[RecordedRequest] = []
         self._titles: deque[_Stream | _HttpFailure | _Hang] = deque()
         self._title_requests: list[RecordedRequest] = []
+        self._upkeeps: deque[_Stream | _HttpFailure | _Hang] = deque()
+        self._upkeep_requests: list[RecordedRequest] = []
+        self._upkeep_responder: Callable[[Any], dict[str, Any]] | None = None
         self.unexpected: list[RecordedRequest] = []
         self.rejected: list[tuple[RecordedRequest, str]] = []  # (request, why): what the real API refuses
         self._closing = threading.Event()
@@ -267,6 +278,21 @@ class FakeModel:
         with self._lock:
             self._titles.append(_HttpFailure(status, None, None, message))
 
+    def upkeep(self, text: str = DEFAULT_UPKEEP, **options: Any) -> None:
+        """Queue the answer to the next request of a bot's upkeep (the options of `reply`)."""
+        with self._lock:
+            self._upkeeps.append(_stream(text, **options))
+
+    def fail_upkeep(self, status: int, *, message: str | None = None) -> None:
+        """Queue an HTTP error for the next upkeep request."""
+        with self._lock:
+            self._upkeeps.append(_HttpFailure(status, None, None, message))
+
+    def respond_to_upkeep(self, responder: Callable[[Any], dict[str, Any]] | None) -> None:
+        """Answer each upkeep request nothing is scripted for with `reply(**responder(body))`."""
+        with self._lock:
+            self._upkeep_responder = responder
+
     def respond_with(self, responder: Callable[[Any], dict[str, Any]] | None) -> None:
         """Answer each request nothing is scripted for with `reply(**responder(body))`."""
         with self._lock:
@@ -288,6 +314,22 @@ class FakeModel:
         """The title passes received, apart from `requests`."""
         with self._lock:
             return list(self._title_requests)
+
+    @property
+    def upkeep_requests(self) -> list[RecordedRequest]:
+        """The upkeep requests received, apart from `requests`."""
+        with self._lock:
+            return list(self._upkeep_requests)
+
+    def wait_for_upkeep_request(self, n: int = 1, timeout: float = 5.0) -> RecordedRequest:
+        """Block until the server has received `n` upkeep requests; return the n-th."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self._upkeep_requests) >= n:
+                    return self._upkeep_requests[n - 1]
+            time.sleep(_POLL)
+        raise AssertionError(f"the fake model received {len(self.upkeep_requests)} upkeep requests, not {n}")
 
     def wait_for_title_request(self, n: int = 1, timeout: float = 5.0) -> RecordedRequest:
         """Block until the server has received `n` title passes and finished the n-th; return it."""
@@ -370,10 +412,17 @@ class FakeModel:
             if dialect and not invalid and _is_title_request(body):
                 self._title_requests.append(record)
                 scripted = self._titles.popleft() if self._titles else _stream(DEFAULT_TITLE)
+            elif dialect and not invalid and _is_upkeep_request(body):
+                self._upkeep_requests.append(record)
+                scripted = self._upkeeps.popleft() if self._upkeeps else None
+                if scripted is None and self._upkeep_responder is None:
+                    scripted = _stream(DEFAULT_UPKEEP)
             else:
                 self._requests.append(record)
                 scripted = self._script.popleft() if dialect and self._script and not invalid else None
-            responder = self._responder if dialect and not invalid and scripted is None else None
+            upkeep = dialect and not invalid and _is_upkeep_request(body)
+            responder = (self._upkeep_responder if upkeep else self._responder) \
+                if dialect and not invalid and scripted is None else None
         if responder is not None:
             scripted = _stream(**responder(body))
         with self._lock:
@@ -438,6 +487,22 @@ def _is_title_request(body: Any) -> bool:
     if isinstance(content, list):
         content = "".join(block.get("text", "") for block in content if isinstance(block, dict))
     return isinstance(content, str) and content.startswith(TITLE_INSTRUCTION)
+
+
+def _is_upkeep_request(body: Any) -> bool:
+    """Whether `body` is a request of a bot's upkeep: its first user message opens with its header."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        messages = body.get("input") if isinstance(body, dict) else None   # the Responses API
+    if not isinstance(messages, list):
+        messages = body.get("contents") if isinstance(body, dict) else None  # Gemini
+    for message in messages or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content", message.get("parts"))
+            if isinstance(content, list):
+                content = "".join(block.get("text", "") for block in content if isinstance(block, dict))
+            return isinstance(content, str) and content.startswith(UPKEEP_HEADER)
+    return False
 
 
 class _Handler(BaseHTTPRequestHandler):

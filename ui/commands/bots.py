@@ -1,6 +1,8 @@
 """`iota bots`, `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
-<name>`: the bots, one in detail with its memory as a chat here would send it, removing one
-(iota.bots.roster), and rebuilding one's journal and search index from its logs (iota.bots.journal).
+<name>`, `iota bots export <name> [FILE]`, `iota bots import FILE [--name NEW] [-y]`: the bots, one
+in detail with its memory as a chat here would send it, removing one (iota.bots.roster), rebuilding
+one's journal and search index from its logs (iota.bots.journal), and a bot's persona and skills
+in a file, out and in (iota.bots.portable: an import shows all it would add and asks first).
 
     Bots:
       coder     m · 3h ago · 42 msgs (12.3 KiB) · memory 3.2 KiB · running (pid 4242)
@@ -19,7 +21,7 @@ from ui.commands.shared import load_config
 
 
 def add_bots_parser(commands: argparse._SubParsersAction) -> None:
-    bots = commands.add_parser("bots", help="list the bots, show one, or remove one")
+    bots = commands.add_parser("bots", help="list the bots, show, remove, export or import one")
     bots.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
     actions = bots.add_subparsers(dest="action")
     show = actions.add_parser("show", help="a bot's files, memory layers and session")
@@ -30,6 +32,13 @@ def add_bots_parser(commands: argparse._SubParsersAction) -> None:
     remove.add_argument("-y", "--yes", action="store_true", help="do not ask")
     reindex = actions.add_parser("reindex", help="rebuild a bot's journal and search index from its logs")
     reindex.add_argument("name")
+    export = actions.add_parser("export", help="write a bot's entry, persona and skills to a file")
+    export.add_argument("name")
+    export.add_argument("file", nargs="?", type=Path, help="the file to write (default: ./<name>.iotabot)")
+    imported = actions.add_parser("import", help="add a bot from a file written by iota bots export (asks first)")
+    imported.add_argument("file", type=Path)
+    imported.add_argument("--name", help="the new bot's name (default: the file's)")
+    imported.add_argument("-y", "--yes", action="store_true", help="do not ask")
 
 
 def bots_command(args: argparse.Namespace) -> int:
@@ -38,6 +47,10 @@ def bots_command(args: argparse.Namespace) -> int:
     if args.action == "reindex":  # works from the bot's directory and logs: no config needed
         return reindex(args.name)
     loaded = load_config(args)
+    if args.action == "export":
+        return export(loaded, args.name, args.file)
+    if args.action == "import":
+        return import_bot(loaded, args)
     if args.action == "rm":
         print(roster.remove_bot(args.name, sessions=args.sessions, confirm=_yes if args.yes else _ask))
     elif args.action == "show":
@@ -52,6 +65,39 @@ def reindex(name: str) -> int:
 
     entries, records, seconds = rebuild_journal(name)
     print(f"Rebuilt bot {name}'s journal from its logs: {entries} entries, {records} records indexed in {seconds:.1f} s")
+    return EXIT_OK
+
+
+def export(loaded, name: str, file: Path | None) -> int:
+    from iota.bots.portable import SUFFIX, export_bot
+
+    target = file if file is not None else Path.cwd() / f"{name}{SUFFIX}"
+    bundle, notes = export_bot(loaded, name, target, Path.cwd())
+    skills = sorted({path.split("/")[1] for path in bundle.skills})
+    print(f"Exported bot {name} to {target}: its entry, {'its persona (SOUL.md)' if bundle.soul else 'no persona'}"
+          f" and {len(skills)} skill{'' if len(skills) == 1 else 's'}{': ' + ', '.join(skills) if skills else ''}")
+    for note in notes:
+        print(f"  ({note})")
+    return EXIT_OK
+
+
+def import_bot(loaded, args: argparse.Namespace) -> int:
+    from iota import paths
+    from iota.bots.portable import apply_import, plan_import, read_bundle
+    from iota.config import starter
+
+    path = Path(args.config) if getattr(args, "config", None) is not None else paths.user_config_path()
+    plan = plan_import(read_bundle(args.file), loaded, path, args.name, Path.cwd())
+    print(plan.describe())
+    print()
+    question = f"Add bot {plan.name}?" + (" It loosens confinement as marked ⚠ above." if plan.risks else "")
+    if not (args.yes or _ask(question)):
+        print("Nothing was imported.")
+        return EXIT_OK
+    if not path.exists():
+        print(starter.write_starter(path), file=sys.stderr)
+    apply_import(plan, Path.cwd())
+    print(f"Imported bot {plan.name}: iota run {plan.name}")
     return EXIT_OK
 
 

@@ -1,4 +1,5 @@
-"""An agent's `auto_continue:` and `timezone:` (a bot's work): defaults, values, one-line refusals."""
+"""An agent's `auto_continue:` and `timezone:` (a bot's work) and `upkeep:`, `upkeep_every:`,
+`upkeep_model:` (its upkeep after turns): defaults, values, one-line refusals."""
 
 from __future__ import annotations
 
@@ -22,7 +23,18 @@ def test_defaults_and_values(fake_home, tmp_path):
     assert (agent.auto_continue, agent.timezone) == (0, "America/New_York")
 
 
+def test_upkeep_defaults_and_values(fake_home, tmp_path):
+    agent = load(fake_home, tmp_path, "  b: {model: m, mode: bot}\n")
+    assert (agent.upkeep, agent.upkeep_every, agent.upkeep_model) == (True, 5, None)
+    agent = load(fake_home, tmp_path, "  b: {model: m, mode: bot, upkeep: off, upkeep_every: 12, upkeep_model: m}\n")
+    assert (agent.upkeep, agent.upkeep_every, agent.upkeep_model) == (False, 12, "m")
+
+
 @pytest.mark.parametrize("entry, message", [
+    ("upkeep_every: 0", "agents.b.upkeep_every: want a number of turns from 1 (upkeep: false turns it off), got 0"),
+    ("upkeep_every: true", "agents.b.upkeep_every: want a number of turns from 1 (upkeep: false turns it off), got True"),
+    ("upkeep: sometimes", 'agents.b.upkeep: want true or false, got "sometimes"'),
+    ("upkeep_model: tiny", 'agents.b.upkeep_model: unknown model "tiny" (configured: m)'),
     ("auto_continue: -1", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got -1"),
     ("auto_continue: yes", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got True"),
     ("auto_continue: 2.5", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got 2.5"),

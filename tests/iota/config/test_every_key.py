@@ -223,6 +223,29 @@ async def bot_work_probe(loaded, cwd):
     return [job.name for job in lane.inbox], asked.detail.splitlines()[1]
 
 
+async def upkeep_probe(loaded, cwd):
+    """After which of six typed turns bot `a` queues its upkeep (upkeep:, upkeep_every:), and the
+    model it would ask (upkeep_model:)."""
+    from contextlib import ExitStack
+    from types import SimpleNamespace
+
+    from actors.lane import Inbox
+    from iota.agent import Turn
+    from ui.chat_parts import open_chat
+    from ui.cli import build_parser
+
+    with ExitStack() as cleanup:
+        parts = open_chat(build_parser().parse_args(["run", "a"]), loaded, cleanup)
+        upkeep = next(hook.__self__ for hook in parts.after_turn if type(hook.__self__).__name__ == "Upkeep")
+        lane = SimpleNamespace(last_turn=Turn(), inbox=Inbox(), show_status=lambda: None)
+        for turn in range(1, 7):
+            await upkeep.before_send(lane, Message(USER, f"message {turn}"))
+            await upkeep.after_turn(lane)
+            if len(lane.inbox):
+                return turn, upkeep.model().id
+        return None, upkeep.model().id
+
+
 def key(section: str, entry: str, **values) -> Callable[[dict], None]:
     def set_key(document: dict) -> None:
         document.setdefault(section, {}).setdefault(entry, {}).update(values)
@@ -293,6 +316,10 @@ CASES = [
     Case("agents.auto_continue", key("agents", "a", auto_continue=0), bot_work_probe, base=key("agents", "a", mode="bot")),
     Case("agents.timezone", key("agents", "a", timezone="Asia/Tokyo"), bot_work_probe,
          base=key("agents", "a", mode="bot")),
+    Case("agents.upkeep", key("agents", "a", upkeep=False), upkeep_probe, base=key("agents", "a", mode="bot")),
+    Case("agents.upkeep_every", key("agents", "a", upkeep_every=2), upkeep_probe, base=key("agents", "a", mode="bot")),
+    Case("agents.upkeep_model", key("agents", "a", upkeep_model="n"), upkeep_probe,
+         base=both(key("agents", "a", mode="bot"), key("models", "n", provider="p", id="small"))),
     # toolsets
     Case("agents.tools.code", tools(code=None), toolbox_probe),
     Case("agents.tools.code.read_only", tools(code={"read_only": True}), toolbox_probe, base=tools(code=None)),

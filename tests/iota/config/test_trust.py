@@ -72,6 +72,7 @@ agents:
   fine: {model: gpt, choices: [mine]}
   titled: {model: gpt, title_model: "evil:t"}
   named: {model: gpt, title_model: cheap}
+  kept: {model: gpt, mode: bot, upkeep_model: cheap}
 """) == [
         "providers.evil: sends your requests and API key to http://127.0.0.1:9/v1",
         "providers.oa: sends your requests and API key to http://127.0.0.1:9/v1",
@@ -81,6 +82,7 @@ agents:
         "agents.direct: model uses provider evil, which this file defines",
         "agents.titled: title_model uses provider evil, which this file defines",  # the opening of every chat
         "agents.named: title_model uses model cheap, which is left out",
+        "agents.kept: upkeep_model uses model cheap, which is left out",  # a bot's memory, after every few turns
     ]  # `oa` is the person's too: their entry stays, and models on it stay
 
 
