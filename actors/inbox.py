@@ -26,11 +26,13 @@ class UserMessage:
 
 @dataclass(frozen=True)
 class Command:
-    """A slash command; `run` is the command's body, given the lane."""
+    """A slash command, or a job of iota's own (the flush, the upkeep); `run` is its body, given
+    the lane. `typed`: the person typed it (it is not counted as queued: it is no message)."""
 
     name: str
     argument: str
     run: Callable[..., Awaitable[None]]  # run(lane, argument)
+    typed: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,10 @@ class Inbox:
 
     def has(self, kind: type) -> bool:
         return any(isinstance(job, kind) for job in self._jobs)
+
+    def queued(self) -> int:
+        """What waits, as the status row counts it: everything but the slash commands typed."""
+        return sum(1 for job in self._jobs if not (isinstance(job, Command) and job.typed))
 
     def messages(self) -> tuple[str, ...]:
         """The person's queued messages, oldest first."""

@@ -43,7 +43,7 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
                 leave(0)
             elif name.startswith("/") and name[1:] in commands:
                 _, body = commands[name[1:]]
-                lane.submit(Command(name[1:], argument, body))
+                lane.submit(Command(name[1:], argument, body, typed=True))
             elif item.text.strip():
                 lane.submit(UserMessage(item.text))
         elif isinstance(item, Interrupt):

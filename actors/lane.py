@@ -230,7 +230,7 @@ class Lane:
         while True:
             job = await self.inbox.get()
             if isinstance(job, UserMessage):
-                self.show_status()
+                self.show_status()  # one fewer message waits
             for starting in self.on_job_start:
                 starting()
             self._idle = trio.Event()
@@ -411,7 +411,7 @@ class Lane:
         messages = self.inbox.messages()
         self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
-                         queued=len(messages), queued_messages=messages,
+                         queued=self.inbox.queued(), queued_messages=messages,
                          held=self.inbox.held and bool(messages) and not self.busy,
                          jobs=self._jobs_running(), debug=self.setup.debug.on))
 
