@@ -42,7 +42,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-import pytest
+try:
+    import pytest
+except ImportError:  # the benchmarks drive terminals from a plain install, without the test extras
+    pytest = None
 
 POLL_SECONDS = 0.02
 SESSION = "test"
@@ -153,12 +156,13 @@ class Terminals:
             terminal.kill()
 
 
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminals]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (Debian: apt-get install tmux)")
-    terminals = Terminals(tmp_path)
-    try:
-        yield terminals
-    finally:
-        terminals.kill_all()
+if pytest is not None:
+    @pytest.fixture
+    def terminal(tmp_path: Path) -> Iterator[Terminals]:
+        if shutil.which("tmux") is None:
+            pytest.skip("tmux is not installed (Debian: apt-get install tmux)")
+        terminals = Terminals(tmp_path)
+        try:
+            yield terminals
+        finally:
+            terminals.kill_all()
