@@ -95,12 +95,26 @@ def reply_text(words: int) -> str:
 # --- the fake model, in a process of its own ---------------------------------------------------
 
 def serve() -> None:
-    """`--serve`: run the fake model until stdin closes; its address goes out on stdout."""
+    """`--serve`: run the fake model until stdin closes; its address goes out on stdout. Each
+    line read from stdin is answered with the send time of the last reply: from the request's
+    arrival to the last byte written."""
+    import threading
+
     from tests.support.fake_model import FakeModel
 
     replies: dict[int, str] = {}
+    send_times: list[float] = []
 
     def answer(body) -> dict:
+        arrived = time.perf_counter()
+        send_times.clear()  # only this reply's time is asked for from now on
+        request = model.requests[-1]  # recorded before the responder is asked
+
+        def time_it() -> None:
+            request.wait_done(SCREEN_TIMEOUT)
+            send_times.append(time.perf_counter() - arrived)
+
+        threading.Thread(target=time_it, daemon=True).start()
         asked = ASK.search(str(body))
         words = int(asked.group(1)) if asked else 10
         text = replies.setdefault(words, reply_text(words))
@@ -109,7 +123,10 @@ def serve() -> None:
     with FakeModel() as model:
         model.respond_with(answer)
         print(model.url, flush=True)
-        sys.stdin.read()
+        for _ in sys.stdin:
+            while not send_times:
+                time.sleep(0.01)
+            print(send_times.pop(), flush=True)
 
 
 class ModelProcess:
@@ -118,24 +135,28 @@ class ModelProcess:
                                         stdout=subprocess.PIPE, text=True)
         self.url = self.process.stdout.readline().strip()
 
+    def last_send_time(self) -> float:
+        """How long the fake took to send its last reply (it waits for the reply to end)."""
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
     def close(self) -> None:
         self.process.stdin.close()
         self.process.wait(10)
 
 
-def send_time(url: str, words: int) -> float:
-    """Seconds the fake takes to send the reply to a client that only reads the socket."""
+def read_only(url: str, words: int) -> None:
+    """Ask for the reply as a client that only reads the socket, as fast as the fake can send."""
     body = ('{"model": "fake", "stream": true, "messages": [{"role": "user", "content": "Write %d words."}]}'
             % words).encode()
     host, port = url.removeprefix("http://").split(":")
     request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n%s" % (host.encode(), len(body), body))
-    start = time.perf_counter()
     with socket.create_connection((host, int(port))) as connection:
         connection.sendall(request)
         while connection.recv(1 << 16):
             pass
-    return time.perf_counter() - start
 
 
 # --- the chat, in this process -------------------------------------------------------------------
@@ -191,24 +212,50 @@ def chat_turn(dialect: str, words: int, project: Path, profile: str | None = Non
 
 # --- the screen ----------------------------------------------------------------------------------
 
-def screen_time(directory: Path, home: Path, project: Path, words: int) -> float:
-    """Seconds from Enter to the reply's last words on the screen of a real chat in tmux."""
+def screen_time(directory: Path, home: Path, project: Path, words: int, chat_cpu: list[float],
+                profile: str | None = None) -> float:
+    """Seconds from Enter to the reply's last words on the screen of a real chat in tmux (the CPU
+    seconds the chat spent meanwhile go to `chat_cpu`); with `profile`, the chat runs under
+    cProfile and leaves (Ctrl+D) once the words are shown."""
     from tests.support.terminal import Terminals
 
     env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    command = [IOTA, "run", "writer-openai"]
+    if profile:
+        command = [sys.executable, "-c", "import cProfile, sys; from ui.cli import main; "
+                   f"sys.argv = {command!r}; cProfile.run('main()', {profile!r})"]
     terminals = Terminals(directory)
     try:
-        screen = terminals.start([IOTA, "run", "writer-openai"], cols=110, rows=32, env={**env, "HOME": str(home)},
-                                 cwd=project)
+        screen = terminals.start(command, cols=110, rows=32, env={**env, "HOME": str(home)}, cwd=project)
         screen.wait_for(READY, timeout=30)
+        chat = chat_pid(screen)
         screen.type(f"Write {words} words.")
         end = END.format(words=words)
+        cpu = cpu_seconds(chat)
         start = time.perf_counter()
         screen.send_keys("Enter")
         screen.wait_for(end, timeout=SCREEN_TIMEOUT)
-        return time.perf_counter() - start
+        shown = time.perf_counter() - start
+        chat_cpu.append(cpu_seconds(chat) - cpu)
+        if profile:
+            screen.send_keys("C-d")
+            screen.wait_for_exit(timeout=30)
+        return shown
     finally:
         terminals.kill_all()
+
+
+def chat_pid(screen) -> int:
+    """The chat's process: the child of the shell that the pane runs (see tests.support.terminal)."""
+    shell = screen._tmux("display-message", "-p", "-t", "=test:", "#{pane_pid}").strip()
+    children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+    return int(children[0])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -230,6 +277,8 @@ def main() -> None:
                         "(default openai,anthropic)")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of one chat turn of the largest size "
                         "(first dialect) to FILE and stop")
+    parser.add_argument("--profile-screen", metavar="FILE", help="write a cProfile of the chat in tmux showing "
+                        "one reply of --screen-words to FILE and stop")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -255,18 +304,28 @@ def main() -> None:
                 chat_turn(dialects[0], max(sizes), project, profile=args.profile)
                 print(f"profile of a {max(sizes)}-word turn ({dialects[0]}) written to {args.profile}")
                 return
+            if args.profile_screen:
+                shown = screen_time(Path(scratch), home, project, args.screen_words, [],
+                                    os.path.abspath(args.profile_screen))
+                print(f"{args.screen_words} words on screen in {shown:.2f} s (profiled); the profile is in "
+                      f"{args.profile_screen}")
+                return
             cases = [(dialect, size) for dialect in dialects for size in sizes]
             chat: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
-            sent: list[float] = []
+            floor: list[float] = []   # the fake sending to a client that only reads
+            sent: list[float] = []    # the fake sending to the chat in tmux
             shown: list[float] = []
+            shown_cpu: list[float] = []  # the chat's CPU time meanwhile
             chat_turn(dialects[0], min(sizes), project)  # warm up: imports, the first connection
             for round_ in range(args.rounds):
                 shift = round_ % len(cases)
                 for dialect, size in cases[shift:] + cases[:shift]:
                     chat[dialect, size].append(chat_turn(dialect, size, project) / (size / 1000))
                 if screen:
-                    sent.append(send_time(model.url, args.screen_words))
-                    shown.append(screen_time(Path(scratch), home, project, args.screen_words))
+                    read_only(model.url, args.screen_words)
+                    floor.append(model.last_send_time())
+                    shown.append(screen_time(Path(scratch), home, project, args.screen_words, shown_cpu))
+                    sent.append(model.last_send_time())
                 print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr)
         finally:
             model.close()
@@ -281,9 +340,13 @@ def main() -> None:
         print(f"  {dialect:10} {ratio:5.2f}x")
     if screen:
         print(f"\nscreen: a {args.screen_words}-word reply, seconds")
-        print(f"  the fake's send time      {spread(sent, 1, 2)}")
-        print(f"  Enter to the last word    {spread(shown, 1, 2)}")
-        print(f"  on screen over send time (medians): {statistics.median(shown) / statistics.median(sent):5.2f}x")
+        print(f"  the fake sending it to a client that only reads   {spread(floor, 1, 2)}")
+        print(f"  the fake sending it to the chat                   {spread(sent, 1, 2)}")
+        print(f"  Enter to the last word on the chat's screen       {spread(shown, 1, 2)}")
+        print(f"  the chat's CPU time meanwhile                     {spread(shown_cpu, 1, 2)}")
+        shown_median = statistics.median(shown)
+        print(f"  on screen over the fake's send time to the chat (medians):   {shown_median / statistics.median(sent):5.2f}x")
+        print(f"  on screen over its send time to a reading client (medians):  {shown_median / statistics.median(floor):5.2f}x")
 
 
 if __name__ == "__main__":
