@@ -47,7 +47,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-IOTA = str(Path(sys.executable).with_name("iota"))
+# `iota` from this tree (the screen measurement sets PYTHONPATH to it), plain or under cProfile.
+CHAT = "import sys; from ui.cli import main; sys.argv[0] = 'iota'; sys.exit(main())"
+PROFILED_CHAT = "import cProfile, sys; from ui.cli import main; sys.argv[0] = 'iota'; cProfile.run('main()', {profile!r})"
 DIALECTS = ("openai", "anthropic")
 ASK = re.compile(r"Write (\d+) words\.")
 END = "That is the end of reply {words}."
@@ -220,13 +222,12 @@ def screen_time(directory: Path, home: Path, project: Path, words: int, chat_cpu
     from tests.support.terminal import Terminals
 
     env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-    command = [IOTA, "run", "writer-openai"]
-    if profile:
-        command = [sys.executable, "-c", "import cProfile, sys; from ui.cli import main; "
-                   f"sys.argv = {command!r}; cProfile.run('main()', {profile!r})"]
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT))  # the code of this tree, whatever is installed
+    chat = CHAT if profile is None else PROFILED_CHAT.format(profile=profile)
     terminals = Terminals(directory)
     try:
-        screen = terminals.start(command, cols=110, rows=32, env={**env, "HOME": str(home)}, cwd=project)
+        screen = terminals.start([sys.executable, "-c", chat, "run", "writer-openai"], cols=110, rows=32, env=env,
+                                 cwd=project)
         screen.wait_for(READY, timeout=30)
         chat = chat_pid(screen)
         screen.type(f"Write {words} words.")
@@ -344,6 +345,9 @@ def main() -> None:
         print(f"  the fake sending it to the chat                   {spread(sent, 1, 2)}")
         print(f"  Enter to the last word on the chat's screen       {spread(shown, 1, 2)}")
         print(f"  the chat's CPU time meanwhile                     {spread(shown_cpu, 1, 2)}")
+        if ("openai", args.screen_words) in chat:
+            alone = statistics.median(chat["openai", args.screen_words]) * args.screen_words / 1000
+            print(f"  the chat without a screen, its CPU time for such a reply (openai, median)  {alone:8.2f}")
         shown_median = statistics.median(shown)
         print(f"  on screen over the fake's send time to the chat (medians):   {shown_median / statistics.median(sent):5.2f}x")
         print(f"  on screen over its send time to a reading client (medians):  {shown_median / statistics.median(floor):5.2f}x")

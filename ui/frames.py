@@ -31,7 +31,7 @@ import urwid
 from actors.events import TextDelta
 
 FRAME_SECONDS = 1 / 60
-DRAW_SHARE = 0.25
+DRAW_SHARE = 0.1
 
 
 class FramedLoop(urwid.MainLoop):
@@ -61,10 +61,10 @@ class Framer:
         self._waiting.set()
 
     def flush(self) -> None:
-        """Apply the pieces held (before an event that must come after them)."""
-        held, self._held = self._held, []
-        for delta in held:
-            self._apply(delta)
+        """Apply the pieces held, as one (and before an event that must come after them)."""
+        if self._held:
+            held, self._held = self._held, []
+            self._apply(held[0] if len(held) == 1 else TextDelta("".join(delta.text for delta in held)))
 
     async def run(self) -> None:
         """Apply the pieces held once a frame, for as long as the app runs."""
