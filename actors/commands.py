@@ -2,6 +2,8 @@
 Ctrl+C cancels it like a turn. `/quit` is the input actor's, since leaving must not queue.
 
     COMMANDS = {name: (one-line help, async body(lane, argument))}
+
+`/help` lists the chat's own table, so the chat gives it its commands (`help_command`).
 """
 
 from __future__ import annotations
@@ -22,18 +24,21 @@ from actors.file_command import FILE_HELP, attach_file
 from actors.jobs_command import JOBS_HELP, show_jobs
 from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.skill_command import run_skill
-from actors.events import ComposerText, Notice, Panel, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
-from actors.lane import Lane, summarize
+from actors.events import ComposerText, Notice, Panel, TurnEnded
+from actors.conversation_commands import clear, show_session
+from actors.help_command import help_command
+from actors.history import SessionHistory
+from actors.lane import Lane
+from actors.tools_command import show_tools
 from iota import __version__
 from iota.config import params
 from iota.config.settings import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
-from iota.tools.base import ToolResult
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
 from iota.sessions import attachments
-from iota.sessions.attachments import attached_line, describe
+from iota.sessions.attachments import describe
 from iota.sessions.bundle import Session
 from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
                                      session_subcommand)
@@ -57,20 +62,6 @@ async def show_status(lane: Lane, argument: str) -> None:
     ]
     width = max(len(name) for name, _ in rows)
     lane.emit(Panel("Status", "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)))
-
-
-async def show_tools(lane: Lane, argument: str) -> None:
-    """The tools the model can call, then each MCP server: its status, endpoint and tools."""
-    lines = [f"{tool.display_name or tool.name}  {tool.description.splitlines()[0] if tool.description else ''}".rstrip()
-             for tool in lane.toolbox]
-    lane.emit(Panel("Tools", "\n".join(lines) or "This agent has no tools."))
-    hub = lane.toolbox.mcp
-    if hub is not None:
-        rows = []
-        for server in hub.statuses():
-            rows.append(f"{server.name}  {server.summary()} · {server.endpoint}")
-            rows.extend(f"  {tool}" for tool in server.tools)
-        lane.emit(Panel("MCP servers", "\n".join(rows)))
 
 
 async def show_skills(lane: Lane, argument: str) -> None:
@@ -101,12 +92,13 @@ async def save(lane: Lane, title: str) -> None:
 
 async def export(lane: Lane, argument: str) -> None:
     """The whole log (every message record; compaction markers and the turn bookkeeping skipped)
-    as HTML, or Markdown for `.md`.
-    Never overwrites a file."""
+    as HTML, or Markdown for `.md`. Without a name it goes outside the project: ~/Downloads if
+    there is one, else the session's bundle directory (else the home directory). Never
+    overwrites a file."""
     session = lane.conversation.session
     messages = _full_log(session) if session is not None and session.on_disk else lane.conversation.messages
-    name = argument or f"iota-{session.id if session else 'chat'}.html"
-    path = Path(os.path.expanduser(name))
+    path = Path(os.path.expanduser(argument)) if argument else \
+        export_directory(session) / f"iota-{session.id if session else 'chat'}.html"
     if not path.is_absolute():
         path = lane.setup.cwd / path
     text = render_markdown(messages) if path.suffix.lower() == ".md" else render_html(messages)
@@ -120,6 +112,15 @@ async def export(lane: Lane, argument: str) -> None:
         lane.notice(f"Export failed: {error.strerror or error}", warning=True)
         return
     lane.notice(f"Exported {len(messages)} messages to {path}")
+
+
+def export_directory(session: Session | None) -> Path:
+    downloads = Path.home() / "Downloads"
+    if downloads.is_dir():
+        return downloads
+    if session is not None and session.on_disk:
+        return session.dir
+    return Path.home()
 
 
 # What /model can change, and the values it offers; every change lasts for this process only.
@@ -194,36 +195,21 @@ async def _announce_model(lane: Lane) -> None:
     await stamp_model(lane)
 
 
-def resume_opening(session: Session, conversation: Conversation) -> list:
-    """What a resumed chat shows first: the last rounds, with their notices (a turn closed after
-    a crash or a failure says so), and `Resumed session <id> (<n> messages)`. A last round that
-    got no reply ends as failed, so the composer offers its message again (Up). What iota wrote
-    for the model alone (hidden: a schedule's trigger, the auto-continue nudge) is not echoed."""
-    events: list = []
+def resume_opening(session: Session, conversation: Conversation) -> tuple[list, SessionHistory]:
+    """What a resumed chat shows first — the newest page of its history (older ones follow as
+    the person scrolls up) and `Resumed session <id> (<n> messages)` — and the history the later
+    pages come from. A last round that got no reply ends the page as failed, so the composer
+    offers its message again (Up). What iota wrote for the model alone (hidden: a schedule's
+    trigger, the auto-continue nudge) is not shown."""
+    history = SessionHistory(session.dir)
+    page = history.first_page()
     messages = conversation.messages
     starts = [i for i, m in enumerate(messages) if m.role == USER and not m.notice]
-    for index in starts[-ECHOED_ROUNDS:]:
-        if not messages[index].hidden:
-            events.append(UserEcho(messages[index].content))
-            if messages[index].attachments:
-                events.append(Notice(attached_line(messages[index].attachments)))
-        end = next((i for i in starts if i > index), len(messages))
-        round_ = messages[index + 1:end]
-        for message in round_:
-            if message.role == ASSISTANT and message.content:
-                events.append(TextDelta(message.content))
-            if message.role == TOOL:  # a tool line between two replies keeps them apart
-                result = ToolResult(message.content, message.is_error)
-                events.append(ToolStarted(message.tool_call_id, message.tool_call_name, ""))
-                events.append(ToolEnded(message.tool_call_id, message.tool_call_name, summarize(result), None,
-                                        message.is_error))
-            if message.role == USER and message.notice and not message.hidden:
-                events.append(Notice(message.content))
-        replied = any(m.role == ASSISTANT and m.content and not m.interrupted for m in round_)
-        events.append(TurnEnded(interrupted=any(m.interrupted for m in round_),
-                                failed=index == starts[-1] and not replied and not messages[index].hidden))
-    events.append(Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)"))
-    return events
+    last = starts[-1] if starts else None
+    if last is not None and not messages[last].hidden and \
+            not any(m.role == ASSISTANT and m.content and not m.interrupted for m in messages[last + 1:]):
+        page = dataclasses.replace(page, events=(*page.events, TurnEnded(failed=True)))
+    return [page, Notice(f"Resumed session {session.id} ({session.meta.get('message_count', 0)} messages)")], history
 
 
 async def sessions(lane: Lane, argument: str) -> None:
@@ -261,9 +247,11 @@ async def sessions(lane: Lane, argument: str) -> None:
     lane.switch_session(opened)
     if current is not None:
         current.close()
+    opening, history = await trio.to_thread.run_sync(resume_opening, opened, lane.conversation)
+    show_session(lane, f"resumed {opened.id}", history)
     for warning in opened.view.warnings:  # what opening it repaired
         lane.notice(warning, warning=True)
-    for event in resume_opening(opened, lane.conversation):
+    for event in opening:
         lane.emit(event)
 
 
@@ -325,8 +313,6 @@ def _full_log(session: Session) -> list[Message]:
     return attachments.bind(messages, session.dir)
 
 
-ECHOED_ROUNDS = 3
-
 _SPEAKERS = {USER: "You", ASSISTANT: "Assistant", TOOL: "Tool", SYSTEM: "System"}
 
 
@@ -375,6 +361,9 @@ def _images_html(message: Message) -> str:
 
 
 COMMANDS = {
+    "help": ("every command and key", None),  # set below: it lists this table
+    "clear": ("start a new conversation (the last one is kept)", clear),
+    "new": ("start a new conversation, like /clear", clear),
     "model": ("the model, context window, effort, temperature, top_p or system prompt, for this process",
               choose_model),
     "status": ("show the model, context, session and tools", show_status),
@@ -394,3 +383,4 @@ COMMANDS = {
     "edit": (EDIT_HELP, edit_message),
     "quit": ("leave iota", None),
 }
+COMMANDS["help"] = (COMMANDS["help"][0], help_command(COMMANDS))

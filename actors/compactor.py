@@ -17,6 +17,7 @@ from typing import Callable
 
 import trio
 
+from actors.events import Compaction
 from actors.lane import Command, Lane, UserMessage
 from iota.compaction import summary as compaction
 from iota.compaction.summary import Compacted
@@ -26,6 +27,11 @@ from iota.hosts import PingKind
 from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.tools.base import Tool, Toolbox
+
+
+# The status row during a bot's memory flush, and what Ctrl+C on it leads to.
+FLUSH_STATUS = "saving memory before compacting"
+FLUSH_INTERRUPTED = "Memory flush interrupted: what it saved so far is kept; compacting without the rest"
 
 
 class CompactionOffer:
@@ -78,6 +84,7 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
             lane.notice(compaction.NOTHING_TO_COMPACT)
         return Outcome.UNCHANGED, ""
     await _apply(lane, compacted)
+    lane.emit(Compaction(compacted.record.compacted_through or 0, compacted.record.content))
     lane.notice(compaction.compacted_line(lane.meter.status()))
     return Outcome.DONE, ""
 
@@ -162,7 +169,10 @@ class BotCompactor:
         request = notice(compaction.flush_notice(self.memory.current().body))
         # A flush that fails calls nobody back and sets no error state (the seed's "sends no
         # notification"): the compaction runs anyway, and its own failures raise the alarm.
-        turn = await lane.run_model_turn(request, Toolbox([self.remember]), quiet=True)
+        with lane.labelled(FLUSH_STATUS):
+            turn = await lane.run_model_turn(request, Toolbox([self.remember]), quiet=True)
+        if turn is not None and turn.interrupted:
+            lane.notice(FLUSH_INTERRUPTED, warning=True)
         saved = self.memory.take_notices()
         for line in saved:
             lane.notice(line)

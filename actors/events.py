@@ -1,6 +1,7 @@
 """The messages that cross between the actors and the face, as frozen dataclasses.
 
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
+    face ──TakeBackQueued / SendQueued / LoadOlder──► input actor ─► the lane's queue, the history
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     turn lane ──ComposerText──► face (the composer's text)
@@ -8,8 +9,9 @@
     /memory ──RunInTerminal(argv, reply channel)──► face ──exit status or why not──► the waiting job
     /edit ──ComposerText(text)──► face
     /jobs ──JobsView(pages, reply channel), then JobsUpdate each second──► face ──ids to kill──► /jobs
-    status ──Status(...)──► face
+    status ──Status(...) / Hint(...)──► face
     a bot's tasks ──OpenTasks(rows)──► face (above the composer)
+    the history of a saved session ──Older(events, more)──► face (prepended to the transcript)
 
 The face (the urwid app, or a test) only reads these and sends the four inputs; it never
 reaches into an actor, and no actor imports urwid.
@@ -53,6 +55,21 @@ class Leave:
 
 
 @dataclass(frozen=True)
+class TakeBackQueued:
+    """Up or Esc on an empty composer: the last queued message comes back to be edited."""
+
+
+@dataclass(frozen=True)
+class SendQueued:
+    """Enter on an empty composer while the queue is held (after Ctrl+C): send it after all."""
+
+
+@dataclass(frozen=True)
+class LoadOlder:
+    """The person scrolled near the top of a resumed session's transcript: the page before it."""
+
+
+@dataclass(frozen=True)
 class Focus:
     """The terminal reported focus in (`ESC [ I`) or out (`ESC [ O`)."""
 
@@ -76,14 +93,16 @@ class TextDelta:
 class ToolStarted:
     call_id: str
     name: str
-    target: str
+    target: str           # short: `src/a.py`, the first line of a command
+    command: str = ""     # a shell call's whole command, shown in full when the target cuts it
+                          # ("" when an approval asks about it: the question shows it whole)
 
 
 @dataclass(frozen=True)
 class ToolEnded:
     call_id: str
     name: str
-    summary: str          # one line: what came of it
+    output: str           # exactly what the model reads; the transcript shows its first lines
     display: str | None   # the diff of an edit, a memory line: shown in full
     is_error: bool
 
@@ -108,6 +127,38 @@ class TurnEnded:
 
 
 @dataclass(frozen=True)
+class Compaction:
+    """The older conversation was summarised: one dim line, the summary behind Ctrl+O."""
+
+    count: int            # the conversation messages the summary stands for
+    summary: str
+
+
+@dataclass(frozen=True)
+class TakenBack:
+    """The queued message `TakeBackQueued` took out of the queue, for the composer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A short-lived line in place of the status row: `Press Ctrl+C again to exit`."""
+
+    text: str
+    seconds: float = 1.0
+
+
+@dataclass(frozen=True)
+class Older:
+    """A page of a saved session's history, older than everything shown: its events in order,
+    and whether there is more before it."""
+
+    events: tuple = ()
+    more: bool = False
+
+
+@dataclass(frozen=True)
 class Status:
     """The status row under the composer."""
 
@@ -121,6 +172,10 @@ class Status:
     # The background jobs running, oldest first: (id, command name, trio.current_time() it started).
     jobs: tuple[tuple[str, str, float], ...] = ()
     debug: bool = False          # /debug is recording the API round trips
+    # The person's queued messages, oldest first, shown dim under the transcript; `held`: Ctrl+C
+    # stopped the job, and they wait for Enter (sends them) or Ctrl+C (drops them).
+    queued_messages: tuple[str, ...] = ()
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,3 +275,6 @@ class Card:
     host: str | None                # herdr | cmux | None
     directory: str
     warnings: tuple[str, ...] = ()
+    agent: str = ""                 # the agent's name, first on the mode row
+    loaded: tuple[str, ...] = ()    # what agent mode loaded: `2 AGENTS.md`, `3 skills`, `MCP: time`
+    fresh: bool = False             # a new conversation (/clear, /session): the transcript starts over

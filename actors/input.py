@@ -1,25 +1,33 @@
 """The input actor: what the person does at the composer, turned into lane jobs and exits.
 
     Submit("/word …")  a known slash command → its job on the lane; an unknown /word is a message
-    Submit(text)       a user turn, queued behind whatever runs
-    Interrupt          Ctrl+C: cancel the running job; at an idle prompt, leave with 130
+                       (the face asks first whether it is meant as one)
+    Submit(text)       a user turn, queued behind whatever runs (it also sends a held queue)
+    Interrupt          Ctrl+C: cancel the running job and hold the queue; at an idle prompt,
+                       drop a held queue, else say how to leave, and leave (130) on a second
+                       press within `EXIT_WINDOW_SECONDS`
     CancelInnermost    Esc: cancel the stream or the shell call only
+    TakeBackQueued     the last queued message goes back to the composer (`TakenBack`)
+    SendQueued         send a queue held after Ctrl+C
+    LoadOlder          the page of a resumed session's history before the ones shown
     Leave(code)        Ctrl+D: leave with `code`
     Focus(focused)     the terminal gained or lost focus: the host's attention pings follow it
 """
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 import trio
 
-from actors.events import CancelInnermost, Focus, Interrupt, Leave, Submit
+from actors.events import (CancelInnermost, Focus, Hint, Interrupt, Leave, LoadOlder, SendQueued, Submit,
+                           TakeBackQueued, TakenBack)
 from actors.lane import Command, Lane, UserMessage
 from actors.notifier import HostLink
 from iota.errors import EXIT_INTERRUPTED
 
+EXIT_WINDOW_SECONDS = 1.0
+PRESS_AGAIN = "Press Ctrl+C again to exit"
 
 
 async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, leave: Callable[[int], None],
@@ -27,6 +35,7 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
     """`commands` maps a slash command's name to (help, body), `async def body(lane, argument)`;
     `/quit` is answered here, since leaving must not wait behind the queue."""
     task_status.started()
+    last_idle_interrupt = -EXIT_WINDOW_SECONDS
     async for item in inputs:
         if isinstance(item, Submit):
             name, argument = command_and_argument(item.text)
@@ -34,14 +43,31 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
                 leave(0)
             elif name.startswith("/") and name[1:] in commands:
                 _, body = commands[name[1:]]
-                lane.submit(Command(name[1:], argument, body))
+                lane.submit(Command(name[1:], argument, body, typed=True))
             elif item.text.strip():
                 lane.submit(UserMessage(item.text))
         elif isinstance(item, Interrupt):
-            if not lane.interrupt():
+            if lane.interrupt():
+                continue
+            if lane.inbox.messages():
+                dropped = lane.drop_queued()
+                lane.notice(f"Dropped {dropped} queued message{'s' if dropped != 1 else ''}")
+            elif trio.current_time() - last_idle_interrupt < EXIT_WINDOW_SECONDS:
                 leave(EXIT_INTERRUPTED)
+            else:
+                last_idle_interrupt = trio.current_time()
+                lane.emit(Hint(PRESS_AGAIN, EXIT_WINDOW_SECONDS))
         elif isinstance(item, CancelInnermost):
             lane.cancel_innermost()
+        elif isinstance(item, TakeBackQueued):
+            text = lane.take_back_queued()
+            if text is not None:
+                lane.emit(TakenBack(text))
+        elif isinstance(item, SendQueued):
+            lane.send_queued()
+        elif isinstance(item, LoadOlder):
+            if lane.history is not None:
+                await lane.history.send_older(lane.emit)
         elif isinstance(item, Leave):
             leave(item.code)
         elif isinstance(item, Focus):

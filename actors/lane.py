@@ -2,18 +2,22 @@
 
 A user turn, a slash command, a compaction (and for bots the memory flush) are jobs on this
 lane, run one at a time in arrival order, so nothing races: what the person types while a
-reply streams waits in the inbox, and the status row shows how many are queued. A job that must
-jump the queue (the compactor's "flush, then compact") is put at the head.
+reply streams waits in the inbox, shown under the transcript, where the last one
+can be taken back to edit (`Status.queued_messages`). A job that must jump the queue (the compactor's "flush, then
+compact") is put at the head.
 
 A turn is saved as it happens: the user's message is on disk (fsynced) before the request is
 sent, and each reply, tool call and result, and the streamed text about once a second, as each
 comes (see iota.agent); a `turn_end` record closes it. Ctrl+C cancels the running job's
-CancelScope, whatever the job is. A cancelled turn keeps what it finished: its partial reply
-marked interrupted, its unanswered tool calls answered as interrupted. Esc reaches only the
-innermost scope (the stream or the running shell call). A turn that fails (the provider gave
-up) keeps what it did too, and a notice of the failure, so the next request tells the model;
-the person's message stays on screen, in the log and in the composer's history. A write that
-fails (a full disk) is shown, naming what was not written, and the conversation goes on.
+CancelScope, whatever the job is, and holds the queue: the messages typed ahead wait until the
+person sends them (Enter, or a new message) or drops them (Ctrl+C again), since a person who
+stopped a turn may not want what they typed during it sent by itself. A cancelled turn keeps
+what it finished: its partial reply marked interrupted, its unanswered tool calls answered as
+interrupted. Esc reaches only the innermost scope (the stream or the running shell call). A turn
+that fails (the provider gave up) keeps what it did too, and a notice of the failure, so the
+next request tells the model; the person's message stays on screen, in the log and in the
+composer's history. A write that fails (a full disk) is shown, naming what was not written, and
+the conversation goes on.
 
 A turn iota starts by itself — a schedule's trigger, the auto-continue nudge of a task in progress
 — is a `QuietTurn` job: it runs exactly as a typed turn does (the hooks before and after, Ctrl+C,
@@ -30,96 +34,33 @@ chat's (ChatParts.tasks), never before the next job.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
-from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from typing import Awaitable, Callable
 
 import trio
-from trio_util import RepeatedEvent
 
 from actors.ask import needing_input
+# The jobs are the lane's vocabulary: the other actors import them from here.
+from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
+from actors.history import SessionHistory, call_command
 from actors.notifier import HostLink
-from actors.events import (Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded,
-                           UserEcho)
+from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted,
+                           TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
+from iota import tokens
 from iota.hosts import PingKind, State
+from iota.providers.base import retry_listener
 from iota.sessions.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
-
-# ---- jobs ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UserMessage:
-    text: str
-
-
-@dataclass(frozen=True)
-class Command:
-    """A slash command; `run` is the command's body, given the lane."""
-
-    name: str
-    argument: str
-    run: Callable[[Lane, str], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class JobNote:
-    """A background shell job finished: its notice enters the conversation."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class QuietTurn:
-    """A turn iota starts by itself. `run` decides, when its turn comes, whether there is still
-    something to do, and sends it with `Lane.quiet_turn`; `name` says what started it."""
-
-    name: str
-    run: Callable[[Lane], Awaitable[None]]
-
-
-Job = UserMessage | Command | JobNote | QuietTurn
-
-
-class Inbox:
-    """The lane's queue: first in, first out, with a way to jump it."""
-
-    def __init__(self) -> None:
-        self._jobs: deque[Job] = deque()
-        self._arrived = RepeatedEvent()
-
-    def put(self, job: Job) -> None:
-        self._jobs.append(job)
-        self._arrived.set()
-
-    def put_first(self, job: Job) -> None:
-        self._jobs.appendleft(job)
-        self._arrived.set()
-
-    def __len__(self) -> int:
-        return len(self._jobs)
-
-    def __iter__(self):
-        return iter(self._jobs)
-
-    def has(self, kind: type) -> bool:
-        return any(isinstance(job, kind) for job in self._jobs)
-
-    async def get(self) -> Job:
-        while not self._jobs:
-            await self._arrived.wait()
-        return self._jobs.popleft()
-
 
 # ---- the lane --------------------------------------------------------------------------------
 
@@ -146,6 +87,7 @@ class Lane:
         self._idle.set()
         self._running = ""
         self._running_since: float | None = None
+        self._label = ""  # while set, what runs is shown as part of it (`labelled`)
         self.meter = Meter(setup.model.context_window)
         session = conversation.session
         self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None)
@@ -155,6 +97,10 @@ class Lane:
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
         # A bot's way out of a context-too-long error: compact, then the turn is sent again.
         self.recover: Callable[[Lane], Awaitable[None]] | None = None
+        # What the face shows of the conversation: the card (a new conversation gets a fresh
+        # one) and the saved history pages come from.
+        self.card: Card | None = None
+        self.history: SessionHistory | None = None
         # Background work that must never delay a job (the title pass): told as each job
         # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
         self.on_job_start: list[Callable[[], None]] = []
@@ -181,19 +127,44 @@ class Lane:
         return not self._idle.is_set()
 
     def submit(self, job: Job) -> None:
+        """Queue a job; a message of the person's also sends a queue held after Ctrl+C."""
+        if isinstance(job, UserMessage):
+            self.inbox.hold(False)
         self.inbox.put(job)
         for submitted in self.on_submit:
             submitted(job)
         self.show_status()
 
     def interrupt(self, *, stopping: bool = False) -> bool:
-        """Cancel the running job. False when nothing runs (Ctrl+C then means: leave).
-        `stopping`: iota is leaving (a quit, a signal), so the turn is interrupted, not cancelled."""
+        """Cancel the running job and hold the queue (the status row says so once the job has
+        ended). False when nothing runs. `stopping`: iota is leaving (a quit, a signal), so the
+        turn is interrupted, not cancelled."""
         self._stopping = self._stopping or stopping
         if self._job_scope is not None:
             self._job_scope.cancel()
             self.interruptions += 1
+        if self.busy:
+            self.inbox.hold(True)
         return self.busy
+
+    def send_queued(self) -> None:
+        self.inbox.hold(False)
+        self.show_status()
+
+    def take_back_queued(self) -> str | None:
+        """The last queued message, out of the queue, for the person to edit."""
+        text = self.inbox.take_last_message()
+        if not self.inbox.messages():
+            self.inbox.hold(False)
+        self.show_status()
+        return text
+
+    def drop_queued(self) -> int:
+        """Drop the person's queued messages (Ctrl+C on a held queue); how many there were."""
+        dropped = self.inbox.drop_messages()
+        self.inbox.hold(False)
+        self.show_status()
+        return dropped
 
     def cancel_innermost(self) -> None:
         if self._turn is not None:
@@ -202,7 +173,7 @@ class Lane:
     def switch_session(self, session: Session) -> None:
         """Continue in another saved session (`/session`); the caller closes the old one."""
         self.conversation.switch_to(session)
-        self.meter.seed(self.conversation.messages, session.view.last_usage)
+        self.meter.seed(self.conversation.messages, session.view.last_usage, overhead=self.request_overhead())
         self.report_session()
         self.show_status()
 
@@ -217,6 +188,25 @@ class Lane:
             finally:
                 self._job_scope = outer
 
+    def request_overhead(self) -> int:
+        """What every request carries beyond the conversation, counted: the system prompt and the
+        tools' definitions. The meter counts it from the first screen, before a reply measures it.
+        Blocking (the first count loads the token encoding)."""
+        texts = [self.setup.system_prompt()]
+        texts += [spec.name + spec.description + json.dumps(spec.parameters) for spec in self.toolbox.specs()]
+        return sum(tokens.count_each(texts))
+
+    async def _count_overhead(self) -> None:
+        """A meter that is a local count gets the overhead as soon as it is counted (in a worker
+        thread: the encoding may still be loading, and keys must echo meanwhile); jobs run in
+        the meantime, and a reply's own figure, if one comes first, makes it moot."""
+        if self.meter.measured:
+            return
+        overhead = await trio.to_thread.run_sync(self.request_overhead, abandon_on_cancel=True)
+        if not self.meter.measured:
+            self.meter.settled += overhead
+            self.show_status()
+
     @property
     def context_used(self) -> int:
         return self.meter.used
@@ -227,11 +217,20 @@ class Lane:
     # -- the loop --
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        # A provider's wait before a retry shows on the status row: `retrying in 2 s (HTTP 529, …)`.
+        retry_listener.set(lambda wait: self.set_running(str(wait)))
         task_status.started()
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._count_overhead)
+            await self._take_jobs()
+
+    async def _take_jobs(self) -> None:
         while True:
             job = await self.inbox.get()
+            if isinstance(job, UserMessage):
+                self.show_status()  # one fewer message waits
             for starting in self.on_job_start:
                 starting()
             self._idle = trio.Event()
@@ -242,9 +241,11 @@ class Lane:
                     await self._run(job)
             finally:
                 self._job_scope = None
-                self.set_running("")
                 self._idle.set()
-            if not self.inbox:
+                self.set_running("")
+                if self.inbox.held:  # the queue Ctrl+C held shows as held once the job is over
+                    self.show_status()
+            if not self.inbox.ready():
                 self.host.state(State.ERROR if self._failed else self._resting_state())
                 for resting in self.on_rest:
                     resting(self)
@@ -386,17 +387,33 @@ class Lane:
         self.emit(Notice(text, warning=warning))
 
     def set_running(self, label: str) -> None:
+        if label and self._label and not label.startswith(self._label):
+            label = f"{self._label} · {label}"
         if label != self._running:
             self._running = label
             self._running_since = trio.current_time() if label else None
             self.show_status()
 
+    @contextmanager
+    def labelled(self, label: str):
+        """What runs is shown as part of `label` (`saving memory before compacting · Responding`)."""
+        outer = self._label
+        self._label = label
+        try:
+            self.set_running(label)
+            yield
+        finally:
+            self._label = outer
+
     def show_status(self) -> None:
         model = self.setup.model
         self.meter.window = model.context_window
+        messages = self.inbox.messages()
         self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
-                         queued=len(self.inbox), jobs=self._jobs_running(), debug=self.setup.debug.on))
+                         queued=self.inbox.queued(), queued_messages=messages,
+                         held=self.inbox.held and bool(messages) and not self.busy,
+                         jobs=self._jobs_running(), debug=self.setup.debug.on))
 
     def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
         """The background jobs for the status row, their start on trio's clock (theirs is monotonic)."""
@@ -453,25 +470,16 @@ class _Observer:
         tool = self.lane.toolbox.get(call.name)
         name = (tool.display_name if tool is not None else "") or call.name
         self.lane.set_running(f"{name} {target}".strip())
-        self.lane.emit(ToolStarted(call.id, name, target))
+        # A call that asks first shows its whole command in the question (and keeps it there, answered).
+        asks = tool is not None and tool.approval(call.arguments) is not None
+        self.lane.emit(ToolStarted(call.id, name, target, "" if asks else call_command(call)))
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")
-        self.lane.emit(ToolEnded(call.id, call.name, summarize(result), result.display, result.is_error))
+        # Exactly what the model reads: the screen shows its first lines, Ctrl+O all of it.
+        self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, result.is_error))
 
 
 def _ping_text(turn: Turn) -> str:
     reply = " ".join(turn.reply.split())
     return "iota: " + (reply[:117] + "…" if len(reply) > 120 else reply or "turn finished")
-
-
-def summarize(result: ToolResult) -> str:
-    """A tool result in one short line for the transcript."""
-    lines = [line for line in result.content.splitlines() if line.strip()]
-    if not lines:
-        return "(no output)"
-    first = lines[0] if len(lines[0]) <= 100 else lines[0][:99] + "…"
-    return first if len(lines) == 1 else f"{first} (+{len(lines) - 1} lines)"
-
-
-

@@ -128,7 +128,8 @@ async def archive_session(lane: Lane, bundle, archived: bool) -> None:
 
 
 async def delete_session(lane: Lane, chosen: SessionInfo) -> None:
-    """Delete a picked session. One with sessions under it asks first; they move up to its parent."""
+    """Delete a picked session, after a yes. One with sessions under it says so; they move up to its
+    parent."""
     everything = await trio.to_thread.run_sync(partial(list_sessions, include_archived=True))
     children = children_of(everything, chosen.id)
     where = f"under {chosen.parent}" if chosen.parent and chosen.parent not in {c.id for c in children} else "to the top"
@@ -136,8 +137,11 @@ async def delete_session(lane: Lane, chosen: SessionInfo) -> None:
         count = f"{len(children)} session{'s' if len(children) != 1 else ''}"
         answer = await lane.ask(f"{clean_title(chosen.title) or chosen.id} has {count} under it — delete it?",
                                 (f"Delete it and move them {where}", "Keep it"))
-        if answer != 0:
-            return
+    else:
+        answer = await lane.ask(f"Delete session {chosen.id} ({clean_title(chosen.title) or '(untitled)'})? "
+                                "It cannot be undone.", ("Delete", "Keep it"))
+    if answer != 0:
+        return
     moved = await _run(lane, partial(manage.delete_with_children, chosen.dir, lane.conversation.session))
     if moved is not None:
         lane.notice(f"Deleted session {chosen.id}" + (f"; the {len(moved)} under it moved {where}" if moved else ""))

@@ -30,7 +30,7 @@ import trio
 
 from actors.events import Panel, ToolEnded, ToolStarted
 from actors.journal import JournalKeeper
-from actors.lane import Command, Lane, UserMessage, summarize
+from actors.lane import Command, Lane, UserMessage
 from iota.agent import Approvals, Turn, run_turn
 from iota.bots.candidates import CANDIDATE, EXPIRE_DAYS, Consolidated, Entry, consolidate, describe
 from iota.bots.hits import count_hits
@@ -355,5 +355,5 @@ class _Shown:
         if call.name == "skill" and not result.is_error:
             self.lane.emit(ToolStarted(call.id, "skill", f"{call.arguments.get('action', '')} "
                                                          f"{call.arguments.get('name', '')}".strip()))
-            self.lane.emit(ToolEnded(call.id, call.name, summarize(result), result.display, False))
+            self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, False))
 

@@ -6,9 +6,11 @@
 `run` starts the screen, then runs four things side by side until the events channel closes:
 
     events ──► the event pump ──► ChatLayout.apply ──► (urwid redraws when trio next idles)
-    keys ──► urwid (TrioEventLoop) ──► ChatLayout ──► on_input / on_answer ──► the outbox
+    keys ──► ChatTerminal (a paste as one key) ──► urwid (TrioEventLoop) ──► ChatLayout
+         ──► on_input / on_answer ──► the outbox
     the outbox ──► the deliverer ──► `inputs` (Submit, Interrupt, …) or a Choose's or Ask's `reply`
     the status ticker: once a second, while the status row shows a timer, read the clock again
+    (and a hint such as `Press Ctrl+C again to exit` is taken away when its time is up)
 
 Key handlers run synchronously inside urwid, and a channel send may have to wait, so they only
 drop what they send into an unbounded outbox; one task sends it on, in order. urwid's trio loop
@@ -18,7 +20,8 @@ here calls draw_screen: applying an event is enough, and a burst of deltas costs
 The terminal is restored however `run` ends (the events closing, a cancel, an exception, a
 KeyboardInterrupt): `MainLoop.start()` is a context manager that stops the screen on the way out.
 Ctrl+Z is the terminal's SIGTSTP, which urwid's screen turns into "restore the terminal, stop,
-and redraw everything on `fg`".
+and redraw everything on `fg`". Once the screen is gone, `farewell()` is what to leave in the
+terminal: the last screen of the conversation and how to continue it.
 
 No heavy imports here or in the widgets: the first screen must not wait for the model SDK.
 """
@@ -35,8 +38,10 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Choose, RunInTerminal, Status
+from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status
 from ui import theme
+from ui.paste import InputGatherer
+from ui.widgets.composer import Paste
 from ui.widgets.layout import ChatLayout
 
 LINE_FEED = 0x0A
@@ -46,6 +51,11 @@ CTRL_J_REPORT = tuple(b"\x1b[106;5u")
 # Ctrl+Enter, are reported with their modifiers; every other key is sent as before.
 REPORT_MODIFIED_KEYS = escape.set_modify_other_keys(1)
 RESET_MODIFIED_KEYS = escape.set_modify_other_keys(None)
+# The mouse as a chat needs it: presses and the wheel (1000), in SGR form (1006), but not the
+# motion of a held button (1002), so that a terminal that lets a drag select text while the
+# program listens to clicks can do so.
+MOUSE_ON = escape.PrivateMode.MOUSE_REPORTING.enable_seq + escape.PrivateMode.MOUSE_SGR_MODE.enable_seq
+MOUSE_OFF = escape.PrivateMode.MOUSE_SGR_MODE.disable_seq + escape.PrivateMode.MOUSE_REPORTING.disable_seq
 
 
 class ChatTerminal(urwid.display.raw.Screen):
@@ -58,10 +68,19 @@ class ChatTerminal(urwid.display.raw.Screen):
       a line feed, which only Ctrl+J now sends, is handed to urwid as the kitty report of Ctrl+J.
     - Ctrl+S / Ctrl+Q must not freeze the screen, so output flow control (IXON) goes off.
     - Shift+Enter is asked for through modifyOtherKeys, which terminals that lack it ignore.
+    - Bracketed paste is turned on without asking the terminal first (urwid would wait for an
+      answer to a mode query that tmux 3.3 never gives), and a paste — marked, or keys that came
+      together with a newline inside (ui.paste) — reaches the layout as one `Paste` key.
 
     Ctrl+Z stays the suspend character. Every setting is undone by urwid's own stop, which puts
     back the terminal attributes it saved before this start.
     """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("bracketed_paste_mode", True)
+        super().__init__(*args, **kwargs)
+        self._gatherer = InputGatherer()
+        self._gather_alarm = None
 
     def _start(self, *args: object, **kwargs: object) -> None:
         super()._start(*args, **kwargs)
@@ -78,11 +97,48 @@ class ChatTerminal(urwid.display.raw.Screen):
         self.write(RESET_MODIFIED_KEYS)
         super()._stop()
 
-    def _get_input_codes(self) -> list[int]:
-        codes = []
-        for code in super()._get_input_codes():
-            codes.extend(CTRL_J_REPORT if code == LINE_FEED else (code,))
-        return codes
+    def _mouse_tracking(self, enable: bool) -> None:
+        """urwid's own, with the modes above instead of urwid's (which add 1002)."""
+        if enable and self.modes.mouse_reporting is False:
+            self._mouse_tracking_enabled = False
+            return
+        self.write(MOUSE_ON if enable else MOUSE_OFF)
+        self._mouse_tracking_enabled = enable
+
+    def parse_input(self, event_loop, callback, codes, wait_for_more=True):
+        """Keys as urwid parses them, but a paste as one `Paste` key (see ui.paste). urwid's own
+        second call, for the rest of an escape sequence that never came, is passed straight on."""
+        if event_loop is None or callback is None or not wait_for_more or any(code > 0xFF for code in codes):
+            return super().parse_input(event_loop, callback, self._keys(codes), wait_for_more)
+        if self._gather_alarm is not None:
+            event_loop.remove_alarm(self._gather_alarm)
+            self._gather_alarm = None
+        wait = self._gatherer.feed(bytes(codes))
+        if wait is not None:
+            self._gather_alarm = event_loop.alarm(wait, lambda: self._deliver(event_loop, callback))
+            return None
+        self._deliver(event_loop, callback)
+        return None
+
+    def _deliver(self, event_loop, callback) -> None:
+        self._gather_alarm = None
+        keys_passed = False
+        for kind, piece in self._gatherer.take():
+            if kind == "paste":
+                callback([Paste(piece)], [])
+            else:
+                super().parse_input(event_loop, callback, self._keys(piece))
+                keys_passed = True
+        if not keys_passed:  # urwid's parse also reports a resize (after Ctrl+Z and fg, say)
+            super().parse_input(event_loop, callback, [])
+
+    @staticmethod
+    def _keys(codes) -> list[int]:
+        """A line feed, which only Ctrl+J sends now, as the kitty report of Ctrl+J."""
+        keys = []
+        for code in codes:
+            keys.extend(CTRL_J_REPORT if code == LINE_FEED else (code,))
+        return keys
 
 
 class ChatApp:
@@ -105,6 +161,7 @@ class ChatApp:
         self.layout = ChatLayout(home=os.environ.get("HOME") if home is None else home,
                                  clock=trio.current_time, on_input=self._send_input,
                                  on_answer=self._send_answer)
+        self._card: Card | None = None  # the last card shown: which conversation this is
 
     def _send_input(self, message: object) -> None:
         self._outbox_send.send_nowait((None, message))
@@ -128,14 +185,14 @@ class ChatApp:
                 nursery.start_soon(self._deliver, inputs)
                 nursery.start_soon(self._tick_status)
                 task_status.started()
-                await self._pump(events)
+                await self._pump(events, nursery)
                 nursery.cancel_scope.cancel()
 
     async def _drive_urwid(self, event_loop: urwid.TrioEventLoop, cancel_scope: trio.CancelScope) -> None:
         await event_loop.run_async()
         cancel_scope.cancel()  # urwid stopped of its own accord: there is no screen to serve
 
-    async def _pump(self, events: trio.MemoryReceiveChannel) -> None:
+    async def _pump(self, events: trio.MemoryReceiveChannel, nursery: trio.Nursery) -> None:
         async for event in events:
             if isinstance(event, RunInTerminal):
                 await self._hand_over(event)
@@ -144,6 +201,33 @@ class ChatApp:
             if isinstance(event, Status):
                 self._status_changed.set()
                 self._status_changed = trio.Event()
+            elif isinstance(event, Hint):
+                nursery.start_soon(self._clear_hint, event)
+            elif isinstance(event, Card) and event.mode:
+                self._card = event
+
+    async def _clear_hint(self, hint: Hint) -> None:
+        await trio.sleep(hint.seconds)
+        self.layout.status_row.clear_hint(hint.text)
+
+    def farewell(self) -> str:
+        """What to leave in the terminal once the app's screen is gone: the last screen of the
+        conversation (as plain text) and how to continue it. "" when no chat was shown."""
+        card = self._card
+        if card is None:
+            return ""
+        rows = [row.rstrip() for row in self.layout.last_transcript_rows()]
+        while rows and not rows[0]:
+            rows.pop(0)
+        while rows and not rows[-1]:
+            rows.pop()
+        if card.mode == "bot":
+            how = f"Continue with: iota run {card.agent}"
+        elif card.session.startswith(("session ", "resumed ")):
+            how = f"Continue with: iota resume {card.session.split()[-1]}"
+        else:
+            how = "This chat was not saved."
+        return "\n".join([*rows, "", how]) + "\n"
 
     async def _hand_over(self, event: RunInTerminal) -> None:
         """Give the terminal to `event`'s program until it exits, then draw everything again.

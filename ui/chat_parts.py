@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from actors.commands import COMMANDS, resume_opening
+from actors.help_command import help_command
 from actors.bot_work import BotWork, open_bot_work
+from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.events import Card, Notice, SlashCommands
 from actors.journal import JournalKeeper
@@ -32,11 +34,13 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
 from iota.bots.journal import Journal, bot_sources
-from iota.errors import IotaError
+from iota.errors import IotaError, SessionLocked
 from iota.hosts import detect, host_lines
+from iota.mcp.servers import servers_for_run
+from iota.prompt import agents_files
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
-from iota.sessions.bundle import Session, list_sessions
+from iota.sessions.bundle import Session, list_sessions, lock_bundle
 from iota.sessions.tree import tree_choices
 from iota.bots.candidates import CandidateBook, end_of_log
 from iota.tools.recall import Recall
@@ -58,7 +62,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     it to pick the session when `iota resume` names none."""
     cwd = Path.cwd()
     if args.command == "resume":
-        session = resumed_session(args, lambda question: _pick_session(choose, question, args.all))
+        session = resumed_session(args, lambda question: _pick_session(choose, question, args.all,
+                                                                          check_open=not args.fork))
         agent_name = session.meta.get("agent") or "default"
         agent = loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name)
     else:
@@ -92,9 +97,14 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     if upkeep is not None:
         commands["candidates"] = (CANDIDATES_HELP, upkeep.command)
     skills = SkillsWatcher(setup) if setup.mode in ("agent", "bot") and setup.agent.tools.skills else None
+    commands["help"] = (COMMANDS["help"][0], help_command(commands))
+    card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings])
+
+    def show_what_it_shows(lane: Lane) -> None:
+        lane.card, lane.history = card, chat.history
+
     parts = ChatParts(
-        setup=setup, conversation=chat.conversation,
-        card=_card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings]),
+        setup=setup, conversation=chat.conversation, card=card,
         commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
@@ -105,7 +115,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
                     *(work.after_turn if work else []), *([upkeep.after_turn] if upkeep else [])],
         recover=compactor.recover if compactor else None,
-        on_start=[*([compactor.check] if compactor else []), *(work.on_start if work else [])],
+        on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
         # A bot's session keeps the bot's name (no title pass); its scheduler, its journal's
         # writer and its upkeep run beside the lane.
         tasks=[*(work.actors if work else []), *([chat.journal.run] if chat.journal else []),
@@ -128,6 +138,7 @@ class _Opened:
     work: BotWork | None = None           # a bot's tasks, schedules and notes
     journal: JournalKeeper | None = None  # a bot's journal, unless `journal: false`
     upkeep: Upkeep | None = None          # a bot's wrapping up after turns (and its candidates)
+    history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
 
     @property
     def bot(self) -> bool:
@@ -147,7 +158,8 @@ def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | No
         conversation = Conversation.from_session(session)
         if args.system is None:  # a resumed session replays its own system prompt
             setup.instructions = conversation.instructions
-        return _Opened(conversation, f"resumed {session.id}", watcher, resume_opening(session, conversation))
+        opening, history = resume_opening(session, conversation)
+        return _Opened(conversation, f"resumed {session.id}", watcher, opening, history=history)
     conversation = Conversation(session=session, instructions=setup.instructions)
     return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
 
@@ -176,7 +188,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     work = open_bot_work(setup, start.dir)
     setup.extra_tools.extend(work.tools)
     warnings += work.warnings
-    opening = [] if start.created else resume_opening(session, conversation)
+    opening, history = ([], None) if start.created else resume_opening(session, conversation)
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
     if change is not None:
@@ -191,7 +203,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
     journal = _open_journal(setup, start, cleanup, warnings)
     upkeep = Upkeep(setup, memory, remember, candidates, skill, journal, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep, history)
 
 
 def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
@@ -245,16 +257,23 @@ def settle_project_trust(loaded: Config, choose: ChooseOne, load: Callable[[], C
     return load()
 
 
-def _pick_session(choose: ChooseOne | None, question: str, include_archived: bool) -> Path:
+def _pick_session(choose: ChooseOne | None, question: str, include_archived: bool, *, check_open: bool) -> Path:
     """`iota resume` with no id: choose among the saved sessions (not a bot's, archived ones
-    only with --all) in their tree, newest first, filtered by typing."""
+    only with --all) in their tree, newest first, filtered by typing. One open in another process
+    (`check_open`) is not an end: the picker says so and asks again."""
     hidden = bots.bot_session_ids()
     infos = [info for info in list_sessions(include_archived=include_archived) if info.id not in hidden]
     ordered, labels, search = tree_choices(infos, datetime.now().astimezone())
-    index = choose(question, labels, search) if infos and choose else None
-    if index is None:
-        raise IotaError("no session to resume")
-    return ordered[index].dir
+    while True:
+        index = choose(question, labels, search) if infos and choose else None
+        if index is None:
+            raise IotaError("no session to resume")
+        try:
+            if check_open:
+                lock_bundle(ordered[index].dir).release()
+            return ordered[index].dir
+        except SessionLocked as error:
+            question = f"{error} — {question[0].lower()}{question[1:]}"
 
 
 async def _write_terminal(data: bytes) -> None:
@@ -272,12 +291,26 @@ def _log_warnings(chat: _Opened) -> list[str]:
 def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:
     directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
     return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
-                warnings=(*setup.warnings, *warnings))
+                warnings=(*setup.warnings, *warnings), agent=setup.agent.name, loaded=_loaded(setup))
+
+
+def _loaded(setup: ChatSetup) -> tuple[str, ...]:
+    """What agent and bot mode loaded: `2 AGENTS.md · 3 skills · MCP: time, docs`."""
+    servers = [server.name for server in servers_for_run(setup.config, setup.agent, setup.mcp_flags)]
+    if setup.mode == "chat":
+        return (f"MCP: {', '.join(servers)}",) if servers else ()
+    agents = len(agents_files(setup.project_root, setup.cwd))
+    skills = len(setup.skills)
+    return (f"{agents} AGENTS.md" if agents else "no AGENTS.md", f"{skills} skill{'s' if skills != 1 else ''}",
+            f"MCP: {', '.join(servers)}" if servers else "no MCP servers")
 
 
 def _background(setup: ChatSetup) -> list:
+    """Blocking work for behind the first screen: the token encoding and the Markdown parser the
+    first reply needs, and the provider's signing library."""
     from iota import tokens
     from iota.providers import preloader
+    from ui.widgets import markdown
 
     work = preloader(setup.model.provider.type)
-    return [tokens.preload] + ([work] if work is not None else [])
+    return [tokens.preload, markdown.preload, *([work] if work is not None else [])]

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     try:
         return dispatch(args)
     except IotaError as error:
@@ -93,6 +93,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"Error: {_first(ours)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line; a bare `iota` with `iota run`'s flags (`iota --no-save`) is `iota run`."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command is None:
+        return parser.parse_args(["run", *argv])
+    return parser.parse_args(argv)
 
 
 def _first(group: BaseExceptionGroup) -> BaseException:

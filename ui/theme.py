@@ -17,6 +17,7 @@ _LOOK: dict[str, tuple[str, tuple[str, ...]]] = {
     "mode_chat": ("dark green", ()),
     "mode_agent": ("light blue", ()),
     "mode_bot": ("dark magenta", ()),
+    "card_agent": ("default", ("bold",)),
     "user": ("default", ("bold",)),
     "user_mark": ("dark cyan", ("bold",)),
     "tool": ("dark cyan", ()),
@@ -39,6 +40,27 @@ _LOOK: dict[str, tuple[str, tuple[str, ...]]] = {
     "status_running": ("brown", ()),
     "tasks": ("default", ("faint",)),
     "tasks_mark": ("dark magenta", ()),
+    "hint": ("brown", ("bold",)),
+    "queued": ("default", ("faint",)),
+    # Markdown in replies (ui.widgets.markdown)
+    "md_heading": ("default", ("bold",)),
+    "md_strong": ("default", ("bold",)),
+    "md_em": ("default", ("italics",)),
+    "md_strike": ("default", ("strikethrough",)),
+    "md_code": ("dark cyan", ()),
+    "md_link": ("light blue", ("underline",)),
+    "md_bullet": ("default", ("faint",)),
+    "md_quote": ("default", ("italics",)),
+    "md_quote_gutter": ("default", ("faint",)),
+    # code blocks, by Pygments token type
+    "code": ("default", ()),
+    "code_comment": ("default", ("faint", "italics")),
+    "code_keyword": ("dark magenta", ()),
+    "code_name": ("dark blue", ("bold",)),
+    "code_builtin": ("dark cyan", ()),
+    "code_string": ("dark green", ()),
+    "code_number": ("brown", ()),
+    "code_operator": ("default", ()),
 }
 
 

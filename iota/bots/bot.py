@@ -211,10 +211,10 @@ def bot_memory(name: str, config: Config, project_root: Path) -> BotMemory:
 def lock_bot(name: str, directory: Path) -> locking.HeldLock:
     """Take bot `name`'s lock (held while a process runs it, or changes what it owns), or raise
     `bot <name> is open in another iota process (pid …)`."""
-    return locking.acquire(directory / LOCK_NAME, lambda pid: _lock_refusal(name, pid))
+    return locking.acquire(directory / LOCK_NAME, lambda pid: lock_refusal(name, pid))
 
 
-def _lock_refusal(name: str, pid: int | None) -> str:
+def lock_refusal(name: str, pid: int | None) -> str:
     holder = f" (pid {pid})" if pid is not None else ""
     return f"bot {name} is open in another iota process{holder}"
 

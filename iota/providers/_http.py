@@ -6,11 +6,14 @@ retries included), which headers go with it (`headers`, called for every attempt
 or a token can be fresh), and how a successful response is read into a `Reply` (`read`).
 
 The retries before a response arrives follow the Anthropic SDK's policy: HTTP 408, 409, 429 and
-≥500 (529 included) and connection failures are tried again twice, unless the server's
-`x-should-retry` header says otherwise; the pause is what the server asks in `retry-after-ms`,
-else `retry-after` (seconds), up to a minute, else 0.5 s, 1 s, … up to 8 s, less up to a
-quarter. One exception: a read timeout, even before the headers, is a stall, never retried (see
-`_streaming` for the stall and for a stream that breaks after it started).
+≥500 and connection failures are tried again twice, unless the server's `x-should-retry` header
+says otherwise; the pause is what the server asks in `retry-after-ms`, else `retry-after`
+(seconds), up to a minute, else 0.5 s, 1 s, … up to 8 s, less up to a quarter. An overloaded
+server (HTTP 529) gets more patience: four retries, 2 s, 4 s, 8 s, 16 s apart — about 30 s
+before giving up. Each wait is told to whoever listens (`base.retry_listener`: the chat's
+status row), and is cancelled like anything else (Esc, Ctrl+C). One exception: a read timeout,
+even before the headers, is a stall, never retried (see `_streaming` for the stall and for a
+stream that breaks after it started).
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ import trio
 
 from iota.errors import ProviderError, ResponseStalled
 from iota.providers._streaming import body_failure, http_failure, retry_until_output, unreachable
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request, RetryWait, retry_listener
 
 HTTP_RETRIES = 2
+OVERLOADED = 529
+OVERLOADED_RETRIES = 4
 MAX_RETRY_AFTER = 60.0
 FIRST_BACKOFF = 0.5
+FIRST_OVERLOADED_BACKOFF = 2.0
 MAX_BACKOFF = 8.0
 
 
@@ -86,6 +92,7 @@ class HttpProvider:
         for retries_taken in itertools.count():
             retry_headers: httpx.Headers | None = None
             retry = True
+            status = None
             try:
                 headers = await self.headers(url, body)
                 async with self._client.stream("POST", url, content=body, headers=headers) as response:
@@ -93,14 +100,20 @@ class HttpProvider:
                         return await self.read(response, deliver)
                     await response.aread()
                     failure = self.rejected(response)
-                    retry_headers, retry = response.headers, should_retry(response)
+                    retry_headers, retry, status = response.headers, should_retry(response), response.status_code
             except httpx.ReadTimeout:
                 raise ResponseStalled() from None  # no byte for the stall limit: never retried
             except httpx.TransportError as err:
                 failure = unreachable(self.name, url, err)
-            if not retry or retries_taken == HTTP_RETRIES:
+            retries = OVERLOADED_RETRIES if status == OVERLOADED else HTTP_RETRIES
+            if not retry or retries_taken >= retries:
                 raise failure
-            await trio.sleep(retry_delay(retry_headers, retries_taken))
+            delay = retry_delay(retry_headers, retries_taken, overloaded=status == OVERLOADED)
+            listener = retry_listener.get()
+            if listener is not None:
+                reason = f"HTTP {status}" if status is not None else "cannot connect"
+                listener(RetryWait(delay, reason, retries_taken + 2, retries + 1))
+            await trio.sleep(delay)
 
 
 def should_retry(response: httpx.Response) -> bool:
@@ -110,7 +123,7 @@ def should_retry(response: httpx.Response) -> bool:
     return response.status_code in (408, 409, 429) or response.status_code >= 500
 
 
-def retry_delay(headers: httpx.Headers | None, retries_taken: int) -> float:
+def retry_delay(headers: httpx.Headers | None, retries_taken: int, *, overloaded: bool = False) -> float:
     """How long to wait before retry number `retries_taken + 1`."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
@@ -119,6 +132,8 @@ def retry_delay(headers: httpx.Headers | None, retries_taken: int) -> float:
             continue
         if 0 < seconds <= MAX_RETRY_AFTER:
             return seconds
+    if overloaded:
+        return FIRST_OVERLOADED_BACKOFF * 2**retries_taken
     return min(FIRST_BACKOFF * 2**retries_taken, MAX_BACKOFF) * (1 - 0.25 * random.random())
 
 

@@ -11,6 +11,7 @@ the reply has reached `on_text`; after that a failure is the caller's to report.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -72,3 +73,23 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Close the pooled connections (a later stream opens new ones)."""
+
+
+@dataclass(frozen=True)
+class RetryWait:
+    """A provider is about to wait before trying a request again: `retrying in 2 s (HTTP 529,
+    attempt 2/5)`."""
+
+    seconds: float
+    reason: str       # `HTTP 529`, `cannot connect`
+    attempt: int      # the attempt about to be made, counting the first
+    attempts: int     # the most there will be
+
+    def __str__(self) -> str:
+        wait = f"{self.seconds:.0f}" if self.seconds >= 1 else f"{self.seconds:.1f}"
+        return f"retrying in {wait} s ({self.reason}, attempt {self.attempt}/{self.attempts})"
+
+
+# Who hears of each retry wait, in the task that sends the request (a chat shows it on its
+# status row); unset, nobody. A context variable, so no provider signature has to carry it.
+retry_listener: ContextVar[Callable[[RetryWait], None] | None] = ContextVar("retry_listener", default=None)

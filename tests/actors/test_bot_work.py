@@ -196,7 +196,8 @@ async def test_a_resumed_chat_does_not_echo_what_iota_wrote_for_the_model(open_w
     assert book.load()[0].status == "done"
     assert len(fake_model.requests) == 4  # done: nothing more to continue
     with Session.open(session_dir) as reopened:
-        shown = resume_opening(reopened, Conversation.from_session(reopened))
+        opening, _ = resume_opening(reopened, Conversation.from_session(reopened))
+    shown = [*opening[0].events, *opening[1:]]  # the newest page of the history, then the notices
     assert [e.text for e in shown if isinstance(e, UserEcho)] == ["write it"]
     assert not any("Open tasks" in e.text or "Continue with task" in e.text for e in shown if isinstance(e, Notice))
     assert "".join(e.text for e in shown if isinstance(e, TextDelta)) == "Drafted.Polished."

@@ -48,7 +48,8 @@ async def test_a_png_and_a_text_file_go_with_the_next_message_and_come_back_on_r
     assert (session.dir / "attachments" / sha).read_bytes() == png()
     session.close()
     resumed = Session.open(session.dir)
-    echoed = resume_opening(resumed, Conversation.from_session(resumed))
+    opening, _ = resume_opening(resumed, Conversation.from_session(resumed))
+    echoed = list(opening[0].events)  # the newest page of the history
     assert echoed[:2] == [UserEcho("What colour?"), Notice("📎 shots/red.png (image/png), notes.md (text/plain)")]
     assert resumed.view.messages[0].attachments[0].read() == png()
     resumed.close()

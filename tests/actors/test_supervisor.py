@@ -18,7 +18,7 @@ import trio
 
 from actors import supervisor
 from actors.commands import COMMANDS
-from actors.events import Card, Interrupt, Leave, SlashCommands, Status, Submit, TextDelta, TurnEnded, UserEcho
+from actors.events import Card, Hint, Interrupt, Leave, SlashCommands, Status, Submit, TextDelta, TurnEnded, UserEcho
 from actors.supervisor import ChatParts, run_chat
 from iota import __version__
 from iota.config import settings
@@ -161,9 +161,11 @@ async def test_an_unknown_slash_word_is_sent_as_a_message(make_parts, fake_model
 # ---- the way out --------------------------------------------------------------------------------
 
 
-async def test_interrupt_at_an_idle_prompt_leaves_with_130(make_parts):
+async def test_interrupt_twice_at_an_idle_prompt_leaves_with_130(make_parts):
     async def script(face: Face) -> None:
         await face.until(Status)
+        await face.send(Interrupt())
+        assert (await face.until(Hint))[-1] == Hint("Press Ctrl+C again to exit", 1.0)  # the first only says how
         await face.send(Interrupt())
 
     assert await run(make_parts(), Face(script)) == 130

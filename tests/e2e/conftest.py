@@ -15,9 +15,10 @@ import pytest
 from tests.support.fake_model import FakeModel, fake_model  # noqa: F401  (the fixture)
 
 IOTA = str(Path(sys.executable).with_name("iota"))
-# The chat is ready when its card shows the mode row: the first screen is drawn before the
-# config and the session are loaded, with a card that does not have one yet.
-READY = re.compile(r"│ (chat|agent|bot) · ")
+# The chat is ready when its card shows the mode row (`coder · agent · session …`, the agent's
+# name first unless it is its mode's): the first screen is drawn before the config and the
+# session are loaded, with a card that does not have one yet.
+READY = re.compile(r"│ ([^│ ]+ · )?(chat|agent|bot) · ")
 
 
 @dataclass

@@ -146,9 +146,11 @@ def test_a_message_sent_while_a_reply_streams_is_queued(iota, chat):
     assert [m["content"] for m in sent if m["role"] == "user"] == ["first question", "second question"]
 
 
-def test_ctrl_c_at_an_idle_prompt_leaves_with_130(iota, chat):
+def test_ctrl_c_twice_at_an_idle_prompt_leaves_with_130(iota, chat):
     iota.write_config("  chat: {model: m}\n")
     screen = chat("run", "chat")
+    screen.send_keys("C-c")
+    screen.wait_for("Press Ctrl+C again to exit")
     screen.send_keys("C-c")
     assert screen.wait_for_exit() == 130
 
@@ -339,7 +341,12 @@ def test_session_command_resumes_and_deletes(iota, chat):
     screen.send_keys("Down", "Enter")  # Delete
     screen.wait_for("Delete which session?")
     screen.send_keys("Enter")
+    asked = re.search(r"Delete session ([0-9a-z]{12}) \((First|Second)\)\? It cannot be undone.",
+                      screen.wait_for("It cannot be undone."))
+    assert (paths.sessions_dir() / asked.group(1)).exists()  # nothing is deleted before the yes
+    screen.send_keys("Enter")  # Delete
     deleted = re.search(r"Deleted session ([0-9a-z]{12})", screen.wait_for("Deleted session")).group(1)
+    assert deleted == asked.group(1)
     assert deleted in (first, second)
     assert not (paths.sessions_dir() / deleted).exists()
     kept, words = (second, "second") if deleted == first else (first, "first")

@@ -45,7 +45,7 @@ def bot(iota, terminal):
     iota.model.respond_with(TaskModel())
 
     def start():
-        screen = terminal.start([IOTA, "run", "coder"], cols=120, rows=36, env=iota.env(), cwd=iota.cwd)
+        screen = terminal.start([IOTA, "run", "coder"], cols=120, rows=60, env=iota.env(), cwd=iota.cwd)
         screen.wait_for(READY)
         return screen
 

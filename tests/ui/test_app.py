@@ -97,7 +97,9 @@ async def test_keys_become_inputs_and_the_terminal_is_given_back_as_it_was(pty):
         running = termios.tcgetattr(pty.slave)
         assert not running[0] & termios.ICRNL, "Enter and Ctrl+J must arrive as different bytes"
         assert running[6][termios.VINTR] == bytes([os.fpathconf(pty.slave, "PC_VDISABLE")]), "Ctrl+C is a key"
-        for keys, sent in ((b"hello\r", Submit("hello")), (b"one\ntwo\r", Submit("one\ntwo")),
+        pty.press(b"one\ntwo")  # keys that come together with a newline inside: a paste, not sent
+        await pty.wait_for_output(b"two")
+        for keys, sent in ((b"\r", Submit("one\ntwo")), (b"hello\r", Submit("hello")),
                            (b"\x03", Interrupt()), (b"\x04", Leave(0))):
             pty.press(keys)
             with trio.fail_after(10):
@@ -109,6 +111,11 @@ async def test_keys_become_inputs_and_the_terminal_is_given_back_as_it_was(pty):
     assert termios.tcgetattr(pty.slave) == before
     shown = pty.read_the_rest()
     assert shown.count(b"\x1b[>4;1m") == shown.count(b"\x1b[>4m") == 1  # modifyOtherKeys asked for, then reset
+    # bracketed paste on without asking the terminal first, then off
+    assert shown.count(b"\x1b[?2004h") == shown.count(b"\x1b[?2004l") == 1
+    # the mouse: presses and the wheel in SGR form, but not every motion of a held button
+    assert b"\x1b[?1000h" in shown and b"\x1b[?1006h" in shown and b"\x1b[?1002h" not in shown
+    assert b"\x1b[?1000l" in shown
 
 
 async def test_the_terminal_is_given_back_when_the_app_fails(pty):

@@ -28,7 +28,14 @@ from ui.app import ChatApp
 
 def run_interactive(args: argparse.Namespace) -> int:
     _write_starter_if_first_run(args)
-    return trio.run(_draw_then_run, args)
+    _refuse_before_the_screen(args)
+    app = ChatApp()
+    try:
+        return trio.run(_draw_then_run, args, app)
+    finally:
+        # The app's screen is gone: its last screen stays in the terminal, with how to go on.
+        sys.stdout.write(app.farewell())
+        sys.stdout.flush()
 
 
 def _write_starter_if_first_run(args: argparse.Namespace) -> None:
@@ -42,12 +49,38 @@ def _write_starter_if_first_run(args: argparse.Namespace) -> None:
         print(starter.write_starter(paths.user_config_path()), file=sys.stderr)
 
 
-async def _draw_then_run(args: argparse.Namespace) -> int:
+def _refuse_before_the_screen(args: argparse.Namespace) -> None:
+    """Errors that need no config are raised before the screen is taken, so they are printed
+    without the chat flashing up first: a resume id that matches no session (or several), a
+    session open in another process, a bot another process runs. Each only looks; the real
+    checks run again when the chat opens."""
+    from iota import paths
+    from iota.sessions import locking
+
+    if args.command == "resume" and args.id:
+        from iota.sessions.bundle import lock_bundle, resolve_session
+
+        bundle = resolve_session(args.id, include_archived=args.all)
+        if not args.fork:  # a fork only reads the session it starts from
+            lock_bundle(bundle).release()
+    elif args.command == "run":
+        lock = paths.bots_dir() / args.agent / "lock"
+        if lock.is_file():
+            locking.acquire(lock, partial(_bot_refusal, args.agent)).release()
+
+
+def _bot_refusal(bot: str, pid: int | None) -> str:
+    from iota.bots.bot import lock_refusal  # imported only to say no: it is not light
+
+    return lock_refusal(bot, pid)
+
+
+async def _draw_then_run(args: argparse.Namespace, app: ChatApp) -> int:
     events_send, events_receive = trio.open_memory_channel(math.inf)
     inputs_send, inputs_receive = trio.open_memory_channel(math.inf)
     exit_code = EXIT_INTERRUPTED  # what a SIGTERM or SIGHUP leaves, before the chat runs or twice in it
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(ChatApp().run, events_receive, inputs_send)
+        nursery.start_soon(app.run, events_receive, inputs_send)
         events_send.send_nowait(Card(version=__version__, mode="", session="starting…", host=None,
                                      directory=str(Path.cwd())))
         choose = partial(trio.from_thread.run, _choose_once, events_send)

@@ -1,11 +1,15 @@
 """The start-up card (reference §2.11): the mark and version, the mode row, the directory.
 
-    ╭─────────────────────────────╮
-    │ ι> iota  v0.1.0             │
-    │ chat · session 01hq3z8a9b2c │
-    │ ~/src/app                   │
-    ╰─────────────────────────────╯
+    ╭───────────────────────────────────╮
+    │ ι> iota  v0.1.0                   │
+    │ coder · bot · session 01hq3z8a9b2c│
+    │ ~/src/app                         │
+    │ 2 AGENTS.md · 3 skills · MCP: time│
+    ╰───────────────────────────────────╯
     ⚠ skill "x" skipped: no description
+
+The mode row names the agent first (unless its name is its mode's), so two bots side by side
+are told apart; the last row, in agent and bot mode, says what the mode loaded.
 
 The frame hugs the widest row with one blank on either side. It needs four columns beside the
 widest row that is never cut (the mark row and the mode row); narrower, the three rows stand
@@ -79,9 +83,11 @@ def tilde(directory: str, home: str | None) -> str:
 
 
 def mode_line(card: Card) -> Line:
-    """`chat · session <id>`, `agent · not saved · /save keeps it · in herdr`: each ` · ` dim."""
+    """`coder · agent · session <id>`, `agent · not saved · /save keeps it · in herdr`: each ` · ` dim."""
     # No mode yet on the card drawn before the chat is loaded: it says only `starting…`.
-    segments: list[Segment] = [(f"mode_{card.mode}", card.mode)] if card.mode else []
+    segments: list[Segment] = [("card_agent", card.agent)] if card.agent and card.agent != card.mode else []
+    if card.mode:
+        segments.append((f"mode_{card.mode}", card.mode))
     if card.session == NOT_SAVED:
         segments += [(None, NOT_SAVED), (None, SAVE_HINT)]
     elif card.session:
@@ -105,6 +111,8 @@ def card_lines(card: Card, width: int, home: str | None) -> list[Line]:
     directory_columns = width - FRAME_COLUMNS if framed else width
     directory: Line = [(None, truncate_middle(tilde(card.directory, home), directory_columns))]
     rows = [mark, mode, directory]
+    if card.loaded:
+        rows.append([("dim", truncate_middle(SEPARATOR.join(card.loaded), directory_columns))])
     warnings: list[Line] = [[("dim", f"⚠ {warning}")] for warning in card.warnings]
     if not framed:
         return rows + warnings

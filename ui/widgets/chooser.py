@@ -18,6 +18,8 @@ one of them is on screen:
     │ rm -rf ~/precious
     ❯ 1. Allow once
 
+A diff (an edit's, a new file's) is coloured line by line, as in the transcript.
+
 When it is taller than the rows the chat can give it (`limit_rows`, set by the layout from the
 screen's height), it shows a window of it with a line saying where the window is, and PgUp/PgDn
 move the window.
@@ -33,6 +35,7 @@ from collections.abc import Callable, Sequence
 import urwid
 
 from ui.widgets.controls import escape_controls
+from ui.widgets.diff import diff_markup, looks_like_diff
 
 GUTTER = "│ "
 # However short the screen, the detail keeps a row of itself and its line of where it is.
@@ -47,7 +50,8 @@ class DetailView(urwid.Widget):
 
     def __init__(self, text: str):
         super().__init__()
-        self._body = urwid.Text(escape_controls(text), wrap="any")
+        shown = escape_controls(text)
+        self._body = urwid.Text(diff_markup(shown) if looks_like_diff(shown) else shown, wrap="any")
         self.limit: int | None = None  # rows it may take, its position line included; None: all it needs
         self._top = 0
         self._window = 1  # the rows of the window last drawn, which a page of scrolling is

@@ -1,9 +1,12 @@
 """The composer, where the person writes, and the slash-command suggestion row above it.
 
 Enter sends; Ctrl+J inserts a newline, and so do Alt+Enter, Shift+Enter and Ctrl+Enter where
-the terminal reports them as keys of their own (see `ui.app.ChatTerminal`). A bracketed paste
-keeps its newlines instead of sending at the first one. Up and Down on a one-line composer
-recall what was sent before; a message whose turn failed is offered first (`offer_again`). Tab completes a slash command from the suggestion row, cycling
+the terminal reports them as keys of their own (see `ui.app.ChatTerminal`). A paste arrives as
+one `Paste` key and lands at once: a short one as its text, a long one (more than
+`PASTE_INLINE_LINES` lines or `PASTE_INLINE_CHARS` characters) as a placeholder such as
+`[Pasted text #1 +300 lines]`, which is replaced by the pasted text when the message is sent.
+Up and Down on a one-line composer recall what was sent before; a message whose turn failed is
+offered first (`offer_again`). Tab completes a slash command from the suggestion row, cycling
 through the matches on each press. The usual line-editing keys work: Ctrl+A / Ctrl+E to the
 start / end of the line, Ctrl+U / Ctrl+K delete to it, Ctrl+W deletes the word before the
 cursor, Ctrl+D the character under it.
@@ -11,12 +14,33 @@ cursor, Ctrl+D the character under it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import urwid
 
 NEWLINE_KEYS = frozenset({"ctrl j", "meta enter", "shift enter", "ctrl enter"})
 KEY_ALIASES = {"ctrl a": "home", "ctrl e": "end", "ctrl d": "delete"}
+PASTE_INLINE_LINES = 3
+PASTE_INLINE_CHARS = 800
+PLACEHOLDER = re.compile(r"\[Pasted text #\d+ [^\]]*\]")
+
+
+class Paste(str):
+    """A paste, delivered as one key: it reads `paste`, and its text is `.text`."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Paste:
+        key = super().__new__(cls, "paste")
+        key.text = text
+        return key
+
+
+def placeholder(number: int, text: str) -> str:
+    lines = text.count("\n") + (not text.endswith("\n"))
+    size = f"+{lines} lines" if lines > 1 else f"{len(text)} chars"
+    return f"[Pasted text #{number} {size}]"
 
 
 class SlashSuggestions(urwid.WidgetWrap):
@@ -39,6 +63,11 @@ class SlashSuggestions(urwid.WidgetWrap):
 
     def set_commands(self, commands: tuple[tuple[str, str], ...]) -> None:
         self._commands = [("/" + name.lstrip("/"), help_text) for name, help_text in commands]
+
+    def matching(self, word: str) -> list[str]:
+        """The commands `word` names: itself if it is one, else those it is the start of."""
+        names = [name for name, _ in self._commands]
+        return [word] if word in names else [name for name in names if name.startswith(word)]
 
     def follow(self, text: str) -> None:
         """The composer's text changed (not by completing): match it afresh."""
@@ -69,14 +98,15 @@ class Composer(urwid.Edit):
     """The text being written. It has no caption: the `❯` beside it is the layout's, so that
     every line of a long message starts in the same column."""
 
-    def __init__(self, on_submit: Callable[[str], None], suggestions: SlashSuggestions):
+    def __init__(self, on_submit: Callable[[str], bool | None], suggestions: SlashSuggestions):
         super().__init__(multiline=True)
-        self._on_submit = on_submit
+        self._on_submit = on_submit  # returns False to keep the text (it was not sent)
         self._suggestions = suggestions
         self._pasting = False
         self._completing = False
         self._history: list[str] = []
         self._recalled: int | None = None  # index into _history while Up/Down walk it
+        self._pastes: dict[str, str] = {}  # placeholder → the text it stands for
         urwid.connect_signal(self, "postchange", self._text_changed)
 
     def _text_changed(self, _widget: urwid.Edit, _old_text: str) -> None:
@@ -86,6 +116,30 @@ class Composer(urwid.Edit):
     def _replace_text(self, text: str) -> None:
         self.set_edit_text(text)
         self.set_edit_pos(len(text))
+
+    def paste(self, text: str) -> None:
+        """A paste, in one piece: its text, or a placeholder for a long one."""
+        if text.count("\n") >= PASTE_INLINE_LINES or len(text) > PASTE_INLINE_CHARS:
+            shown = placeholder(len(self._pastes) + 1, text)
+            self._pastes[shown] = text
+            text = shown
+        self.insert_text(text)
+
+    def expanded(self, text: str) -> str:
+        """`text` with each paste placeholder replaced by what was pasted."""
+        return PLACEHOLDER.sub(lambda match: self._pastes.get(match.group(0), match.group(0)), text)
+
+    def set_draft(self, text: str) -> None:
+        """Put `text` in the composer to be edited (a message taken back from the queue)."""
+        self._recalled = None
+        self._replace_text(text)
+
+    def clear_draft(self) -> None:
+        """Ctrl+C on a draft: it goes, but Up brings it back."""
+        if self.edit_text.strip():
+            self._history.append(self.edit_text)
+        self._recalled = None
+        self._replace_text("")
 
     def keypress(self, size: tuple[int], key: str) -> str | None:
         if key in ("begin paste", "end paste"):
@@ -128,10 +182,11 @@ class Composer(urwid.Edit):
         text = self.edit_text
         if not text.strip():
             return
+        if self._on_submit(self.expanded(text)) is False:
+            return
         self._history.append(text)
         self._recalled = None
         self._replace_text("")
-        self._on_submit(text)
 
     def offer_again(self, text: str) -> None:
         """Make `text` (a message whose turn failed) the first thing Up recalls."""

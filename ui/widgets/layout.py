@@ -4,17 +4,19 @@
     │ transcript (scrolls, follows the bottom) │
     │ …                                        │
     │ chooser   (while a Choose or Ask is open)│
+    │ queued messages (dim, while any wait)    │
     │ slash suggestions   (text starts with /) │
     │ ◆ open tasks        (a bot's, if any)    │
     │ ──────────────────────────────────────── │
     │ ❯ composer                               │
     │ ──────────────────────────────────────── │
-    │ status row                               │
+    │ status row (or a short-lived hint)       │
     └──────────────────────────────────────────┘
 
-`ChatLayout.apply` draws one event from the actors; what the person does comes out as the four
+`ChatLayout.apply` draws one event from the actors; what the person does comes out as the
 inputs of `actors.events` through `on_input`, and the answer to a `Choose` (an index) or an `Ask`
-(its answers) through `on_answer`. Both wait in one queue and show one at a time.
+(its answers) through `on_answer`. Both wait in one queue and show one at a time, with the
+screen's own questions (an unknown `/word`: send it as a message?).
 The layout never holds a channel: sending is the app's (ui.app), so no widget can block.
 
 An approval's detail (the whole command, the diff) may be taller than the screen: the chooser is
@@ -22,29 +24,42 @@ given the rows the screen has left above the composer (keeping a few of the tran
 scrolls its detail within them. Once answered, the question, its detail and the answer stay in
 the transcript, a record of exactly what was allowed.
 
-Keys, in order: Ctrl+C interrupts, always (also over an open chooser, where it interrupts the
-turn that asked). While a chooser is open every other key goes to it (PgUp/PgDn scroll its
-detail, or the transcript when the detail fits). Otherwise Esc cancels the innermost scope,
-PgUp/PgDn scroll the transcript, Ctrl+D on an empty composer leaves, and the rest goes to the
-composer.
+Keys, in order:
+- a paste lands in the composer, whole (a chooser or not);
+- Ctrl+C over an open chooser interrupts the turn that asked; with a draft in the composer it
+  clears the draft (Up brings it back); otherwise it goes to the actors, which cancel what runs,
+  drop a held queue, or leave on a second press;
+- while a chooser is open it takes the keys it knows (PgUp/PgDn scroll its detail, or the
+  transcript when the detail fits), and every other key goes to the composer;
+- Ctrl+O shows every tool output and summary in full, or their first lines again;
+- on an empty composer with messages queued, Up and Esc take the last one back to edit, and
+  Enter sends a queue held after Ctrl+C;
+- Esc cancels the innermost scope, PgUp/PgDn scroll the transcript, Ctrl+D on an empty
+  composer leaves, and the rest goes to the composer.
+
+Enter on `/stat` runs `/status` when no other command starts so; on a `/word` no command starts
+it asks first whether to send it as a message.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import urwid
 
-from actors.events import (Ask, Card, CancelInnermost, Choose, ComposerText, ErrorLine, Focus, Interrupt, JobsUpdate,
-                           JobsView, Leave, Notice, OpenTasks, Panel, SlashCommands, Status, Submit, TextDelta,
-                           ToolEnded, ToolStarted, TurnEnded, UserEcho)
+from actors.events import (Ask, CancelInnermost, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
+                           JobsView, Leave, LoadOlder, Older, OpenTasks, SendQueued, SlashCommands, Status, Submit,
+                           TakeBackQueued, TakenBack, TurnEnded, UserEcho)
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
 from ui.widgets.jobs import JobsBrowser
 from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
+from ui.widgets.queue import QueueView
 from ui.widgets.status import StatusRow
 from ui.widgets.tasks import OpenTasksRows
 from ui.widgets.transcript import Transcript
@@ -52,6 +67,19 @@ from ui.widgets.transcript import Transcript
 PROMPT = "❯ "
 # The transcript rows an open chooser leaves in view, however tall its detail.
 TRANSCRIPT_ROWS_KEPT = 3
+# What reads as a command's name: `/status`, `/new-thing`; `/usr/bin/env …` is a message.
+COMMAND_WORD = re.compile(r"/[A-Za-z][\w-]*")
+SEND_AS_MESSAGE = ("Send it as a message", "Edit it")
+
+
+@dataclass(frozen=True)
+class LocalChoice:
+    """A question of the screen's own, answered here rather than by an actor."""
+
+    title: str
+    options: tuple[str, ...]
+    on_answer: Callable[[int | None], None]
+    detail: str = ""
 
 
 class ChatLayout(urwid.WidgetWrap):
@@ -65,14 +93,16 @@ class ChatLayout(urwid.WidgetWrap):
         self.composer = Composer(self._submit, self.suggestions)
         self._composer_row = urwid.Columns([(len(PROMPT), urwid.Text(("composer_mark", PROMPT))), self.composer],
                                            focus_column=1)
+        self.queue = QueueView()
         self.status_row = StatusRow(clock)
         self.open_tasks = OpenTasksRows()
-        self._choices: deque[Choose | Ask | JobsView] = deque()
+        self._choices: deque[Choose | Ask | JobsView | LocalChoice] = deque()
         self._chooser: Chooser | QuestionForm | JobsBrowser | None = None
         self._last_sent = ""  # the message of the turn in progress, offered again if it fails
         self._rules = (urwid.AttrMap(urwid.Divider("─"), "rule"), urwid.AttrMap(urwid.Divider("─"), "rule"))
         self._bottom = urwid.Pile([])
         self._arrange_bottom()
+        self._size = (80, 24)  # the last size drawn at
         super().__init__(urwid.Frame(body=self.transcript, footer=self._bottom, focus_part="footer"))
 
     @property
@@ -83,6 +113,8 @@ class ChatLayout(urwid.WidgetWrap):
         rows: list[urwid.Widget] = []
         if self._chooser is not None:
             rows += [urwid.Divider(), self._chooser]
+        if self.queue.showing:
+            rows.append(self.queue)
         if self.suggestions.showing:
             rows.append(self.suggestions)
         if self.open_tasks.showing:
@@ -94,49 +126,51 @@ class ChatLayout(urwid.WidgetWrap):
     # ---- events from the actors ----------------------------------------------------------------
 
     def apply(self, event: object) -> None:
-        match event:
-            case Card():
-                self.transcript.add_card(event)
-            case UserEcho(text=text):
-                self.transcript.add_user(text)
-                self._last_sent = text
-            case TextDelta(text=text):
-                self.transcript.add_delta(text)
-            case ToolStarted():
-                self.transcript.add_tool_started(event)
-            case ToolEnded():
-                self.transcript.add_tool_ended(event)
-            case Notice(text=text, warning=warning):
-                self.transcript.add_notice(text, warning)
-            case ErrorLine(text=text):
-                self.transcript.add_error(text)
-            case Panel():
-                self.transcript.add_panel(event)
-            case TurnEnded(interrupted=interrupted, failed=failed):
-                self.transcript.end_turn(interrupted)
+        if self.transcript.apply(event):
+            if isinstance(event, UserEcho):
+                self._last_sent = event.text
+            elif isinstance(event, TurnEnded):
                 self._withdraw_choices()
-                if failed and self._last_sent:  # the message stays one Up away
+                if event.failed and self._last_sent:  # the message stays one Up away
                     self.composer.offer_again(self._last_sent)
                 self._last_sent = ""  # a turn the person did not type (a bot's own) offers nothing
+            return
+        match event:
             case Status():
                 self.status_row.show(event)
+                if self.queue.show(event):
+                    self._arrange_bottom()
+            case Hint(text=text):
+                self.status_row.show_hint(text)
             case OpenTasks(rows=rows):
                 self.open_tasks.show(rows)
                 self._arrange_bottom()
+            case TakenBack(text=text):
+                self.composer.set_draft(text)
+                self._arrange_bottom()
+            case Older(events=events, more=more):
+                self.transcript.add_older(events, more)
+                if events and events[-1] == TurnEnded(failed=True):  # a resumed round that got no reply
+                    sent = [event.text for event in events if isinstance(event, UserEcho)]
+                    if sent:
+                        self.composer.offer_again(sent[-1])
             case Choose() | Ask() | JobsView():
-                self._choices.append(event)
-                self._show_next_choice()
+                self._ask(event)
             case JobsUpdate():
                 self._update_jobs(event)
             case ComposerText(text=text):
-                self.composer.set_edit_text(text)
-                self.composer.set_edit_pos(len(text))
+                self.composer.set_draft(text)
+                self._arrange_bottom()
             case SlashCommands(commands=commands):
                 self.suggestions.set_commands(commands)
                 self.suggestions.follow(self.composer.edit_text)
                 self._arrange_bottom()
             case _:
                 raise TypeError(f"the chat screen has no way to draw {event!r}")
+
+    def _ask(self, prompt: Choose | Ask | LocalChoice) -> None:
+        self._choices.append(prompt)
+        self._show_next_choice()
 
     def _show_next_choice(self) -> None:
         if self._chooser is None and self._choices:
@@ -146,10 +180,10 @@ class ChatLayout(urwid.WidgetWrap):
                 self._chooser = JobsBrowser(prompt.jobs, answered)
             elif isinstance(prompt, Choose) and prompt.search:
                 self._chooser = FilterChooser(prompt.title, prompt.options, prompt.search, answered)
-            elif isinstance(prompt, Choose):
-                self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
-            else:
+            elif isinstance(prompt, Ask):
                 self._chooser = QuestionForm(prompt.questions, answered)
+            else:
+                self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
             self._arrange_bottom()
 
     def _update_jobs(self, update: JobsUpdate) -> None:
@@ -162,56 +196,124 @@ class ChatLayout(urwid.WidgetWrap):
         elif update.closed:  # still waiting behind another prompt: it will never be answered
             self._choices = deque(prompt for prompt in self._choices if not isinstance(prompt, JobsView))
 
-    def _answered(self, prompt: Choose | Ask | JobsView, answer: object) -> None:
+    def _answered(self, prompt: Choose | Ask | JobsView | LocalChoice, answer: object) -> None:
         self._choices.popleft()
         self._chooser = None
         if isinstance(prompt, Choose) and prompt.detail:
             chosen = prompt.options[answer] if isinstance(answer, int) else "Esc"
             self.transcript.add_answered(prompt.title, prompt.detail, chosen)
-        self._on_answer(prompt, answer)
+        if isinstance(prompt, LocalChoice):
+            prompt.on_answer(answer)
+        else:
+            self._on_answer(prompt, answer)
         self._show_next_choice()
         self._arrange_bottom()
 
     def _withdraw_choices(self) -> None:
         """The turn that asked has ended (interrupted, most likely): its questions are moot.
-        Each still gets None, as if Esc were pressed, so nothing waits on an answer forever."""
-        if not self._choices:
+        Each still gets None, as if Esc were pressed, so nothing waits on an answer forever.
+        The screen's own questions stay."""
+        moot = [prompt for prompt in self._choices if not isinstance(prompt, LocalChoice)]
+        if not moot:
             return
-        self._chooser = None
-        while self._choices:
-            self._on_answer(self._choices.popleft(), None)
+        if self._choices[0] in moot:
+            self._chooser = None
+        self._choices = deque(prompt for prompt in self._choices if isinstance(prompt, LocalChoice))
+        for prompt in moot:
+            self._on_answer(prompt, None)
+        self._show_next_choice()
         self._arrange_bottom()
 
+    def last_transcript_rows(self) -> list[str]:
+        """The transcript's bottom as the screen last showed it, as plain rows of text."""
+        columns, rows = self._size
+        transcript_rows = max(1, rows - self._bottom.rows((columns,)))
+        self.transcript.scroller.follow()
+        canvas = self.transcript.render((columns, transcript_rows))
+        return [row.decode("utf-8", errors="replace") for row in canvas.text]
+
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        columns, rows = size
+        self._size = size
         if isinstance(self._chooser, (Chooser, JobsBrowser)):
-            columns, rows = size
             below = sum(widget.rows((columns,)) for widget, _ in self._bottom.contents if widget is not self._chooser)
             self._chooser.limit_rows(max(0, rows - below - TRANSCRIPT_ROWS_KEPT))
-        return super().render(size, focus)
+        canvas = super().render(size, focus)
+        transcript_rows = max(1, rows - self._bottom.rows((columns,)))
+        if self.transcript.wants_older((columns, transcript_rows)):
+            self.transcript.older_requested = True
+            self._on_input(LoadOlder())
+        return canvas
 
     # ---- keys from the person ------------------------------------------------------------------
 
     def keypress(self, size: tuple[int, int], key: str) -> str | None:
         columns = size[0]
+        empty = not self.composer.edit_text
+        queued = self.queue
         if key in ("focus in", "focus out"):  # the terminal's focus reports: the host pings follow them
             self._on_input(Focus(key == "focus in"))
+        elif key == "paste":
+            self.composer.paste(key.text)
+            self._arrange_bottom()
         elif key == "ctrl c":
-            self._on_input(Interrupt())
+            self._ctrl_c()
         elif self._chooser is not None:
-            if self._chooser.keypress((columns,), key) in ("page up", "page down"):
+            unhandled = self._chooser.keypress((columns,), key)
+            if unhandled in ("page up", "page down"):
                 self.transcript.scroller.scroll_page(-1 if key == "page up" else 1)
+            elif unhandled:
+                return self._to_composer(columns, unhandled)
+        elif key == "ctrl o":
+            self.transcript.toggle_expanded()
+        elif key in ("up", "esc") and empty and queued.messages:
+            self._on_input(TakeBackQueued())
+        elif key == "enter" and empty and queued.held:
+            self._on_input(SendQueued())
         elif key == "esc":
             self._on_input(CancelInnermost())
         elif key in ("page up", "page down"):
             self.transcript.scroller.scroll_page(-1 if key == "page up" else 1)
-        elif key == "ctrl d" and not self.composer.edit_text:
+        elif key == "ctrl d" and empty:
             self._on_input(Leave(0))
         else:
-            unhandled = self._composer_row.keypress((columns,), key)
-            self._arrange_bottom()
-            return unhandled
+            return self._to_composer(columns, key)
         return None
 
-    def _submit(self, text: str) -> None:
+    def _to_composer(self, columns: int, key: str) -> str | None:
+        unhandled = self._composer_row.keypress((columns,), key)
+        self._arrange_bottom()
+        return unhandled
+
+    def _ctrl_c(self) -> None:
+        if isinstance(self._chooser, Chooser) and isinstance(self._choices[0], LocalChoice):
+            self._chooser.keypress((1,), "esc")  # the screen's own question: Ctrl+C puts it away
+        elif self._chooser is not None or not self.composer.edit_text:
+            self._on_input(Interrupt())
+        else:
+            self.composer.clear_draft()
+            self._arrange_bottom()
+
+    def _submit(self, text: str) -> bool:
+        """Enter on the composer's text. False keeps the text there: it was not sent (yet)."""
+        word, _, rest = text.strip().partition(" ")
+        if COMMAND_WORD.fullmatch(word):
+            matches = self.suggestions.matching(word)
+            if len(matches) > 1:
+                return False  # the suggestion row shows them: Tab picks one
+            if not matches:
+                self._ask(LocalChoice(f"{word} is not a command — send it as a message?", SEND_AS_MESSAGE,
+                                      partial(self._send_as_message, text)))
+                return False
+            text = f"{matches[0]} {rest}".rstrip() if matches[0] != word else text
+        self._send(text)
+        return True
+
+    def _send(self, text: str) -> None:
         self.transcript.scroller.follow()
         self._on_input(Submit(text))
+
+    def _send_as_message(self, text: str, answer: int | None) -> None:
+        if answer == 0:
+            self.composer.set_draft("")
+            self._send(text)

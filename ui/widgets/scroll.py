@@ -43,6 +43,18 @@ class Scroller(urwid.Widget):
         self._blocks.append(block)
         self._invalidate()
 
+    def insert(self, index: int, blocks: list[urwid.Widget]) -> None:
+        """Put `blocks` before block `index`; a view scrolled below them stays where it is."""
+        self._blocks[index:index] = blocks
+        if self._top is not None and self._top[0] >= index:
+            self._top = (self._top[0] + len(blocks), self._top[1])
+        self._invalidate()
+
+    def clear(self) -> None:
+        self._blocks.clear()
+        self._top = None
+        self._invalidate()
+
     def changed(self) -> None:
         self._invalidate()
 
@@ -79,6 +91,15 @@ class Scroller(urwid.Widget):
             if total > height:
                 break
         return total
+
+    def rows_above(self, columns: int, height: int, limit: int) -> int:
+        """Rows above the top of the view at this size, counted no further than `limit`."""
+        index, rows = self._top if self._top is not None else self._top_when_following(columns, height)
+        for position in range(index - 1, -1, -1):
+            if rows >= limit:
+                break
+            rows += self._rows_of(position, columns)
+        return rows
 
     def _top_when_following(self, columns: int, height: int) -> tuple[int, int]:
         total = 0

@@ -8,6 +8,8 @@ with the oldest's clock; `debug` follows while /debug records.
 The figure reads `used / window (pct%)`, with a leading `≈` when it is a local estimate rather
 than what the provider reported. The timer is computed when the row is drawn, from the time the
 running thing started, so the app only has to redraw once a second while something runs.
+
+A hint (`Press Ctrl+C again to exit`) takes the row's place until the app clears it.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class StatusRow(urwid.WidgetWrap):
     def __init__(self, clock: Callable[[], float]):
         self._clock = clock
         self._status: Status | None = None
+        self._hint = ""
         self._text = urwid.Text("", wrap=urwid.WrapMode.ELLIPSIS)
         super().__init__(self._text)
 
@@ -80,9 +83,23 @@ class StatusRow(urwid.WidgetWrap):
         self._status = status
         self.refresh()
 
+    def show_hint(self, text: str) -> None:
+        self._hint = text
+        self.refresh()
+
+    def clear_hint(self, text: str) -> None:
+        """Take the hint `text` away, unless another has replaced it since."""
+        if self._hint == text:
+            self._hint = ""
+            self.refresh()
+
     def refresh(self) -> None:
         """Read the clock again: the timer moves."""
+        if self._hint:
+            self._text.set_text(("hint", self._hint))
+            return
         if self._status is None:
+            self._text.set_text("")
             return
         markup: list[tuple[str, str]] = []
         for attribute, text in status_segments(self._status, self._clock()):

@@ -2,124 +2,273 @@
 
     ❯ fix the test                                   your message (UserEcho)
 
-    Let me look at it.                               the reply, streamed into one block
-                                                     (TextDelta), closed by TurnEnded or by
-    • edit_file tests/test_x.py                      any other block; a tool call (ToolStarted)
-      ⎿ 1 edit                                       and what came of it (ToolEnded), with a
-        @@ -1 +1 @@                                  diff shown in full, coloured
+    Let me look at it.                               the reply, streamed, drawn as Markdown
+                                                     (TextDelta; ui.widgets.markdown), closed
+    • shell echo start; ls /nonexistent; exit 3      by TurnEnded or by any other block; a tool
+      ⎿ start                                        call (ToolStarted) and what the model read
+        ls: cannot access '/nonexistent': No such…   of it (ToolEnded): its first lines, then
+        [exit code 3]                                how many more (Ctrl+O shows them all) and
+                                                     a closing status line such as the exit code
+    • edit_file tests/test_x.py
+      ⎿ 1 replacement(s) in tests/test_x.py          an edit's diff is shown in full, coloured
+        @@ -1 +1 @@
         -assert x == 1
         +assert x == 2
 
-    shell rm -rf build wants to run a command        an answered approval: the question, its
-    — allow? → Deny                                  answer and the whole of its detail
-    │ rm -rf build
-
-    Done. (interrupted)                              an interrupted turn's mark
+    ── compacted: 42 messages summarised ──          a compaction (its summary behind Ctrl+O)
     MEMORY.md reloaded                               notices (dim) and errors (red), one line
     ⚠ sandbox unavailable                            each, grouped without blank lines
 
 Every block opens with one blank line, except consecutive notices and consecutive errors.
 Everything but the card and the person's own messages comes from the model, a tool or a file,
 so it is drawn with its control characters escaped (ui.widgets.controls).
+
+A resumed session's history arrives a page at a time, newest first (`Older`): each page is laid
+out like the live transcript and put above what is shown, under the card.
 """
 
 from __future__ import annotations
 
 import urwid
 
-from actors.events import Card, Panel, ToolEnded, ToolStarted
+from actors.events import (Card, Compaction, ErrorLine, Notice, Panel, TextDelta, ToolEnded, ToolStarted,
+                           TurnEnded, UserEcho)
+from ui.widgets import markdown
 from ui.widgets.card import CardWidget
 from ui.widgets.chooser import DetailView
 from ui.widgets.controls import escape_controls
+from ui.widgets.diff import diff_attribute
+from ui.widgets.markdown import Gutter
 from ui.widgets.scroll import Scroller
 
 GROUPED_KINDS = frozenset({"notice", "error"})
 INTERRUPTED = "(interrupted)"
+# The lines of a tool's output shown before Ctrl+O (one when a diff follows).
+PREVIEW_LINES = 4
+EXPAND_HINT = "ctrl+o to expand"
+RESULT_MARK = "  ⎿ "
+INDENT = "    "
 
 
-def diff_attribute(line: str) -> str | None:
-    if line.startswith(("+++", "---")):
-        return "dim"
-    if line.startswith("@@"):
-        return "diff_hunk"
-    if line.startswith("+"):
-        return "diff_add"
-    if line.startswith("-"):
-        return "diff_del"
-    return None
+class ReplyStream:
+    """The model's reply as it streams, drawn as Markdown.
 
+    Its settled blocks are blocks of the scroller, a blank row apart; the block still being
+    written is the last one, parsed and drawn again only when the screen is next drawn
+    (`sync`), so a burst of deltas costs one parse of one block, not one per delta."""
 
-class ReplyBlock(urwid.WidgetWrap):
-    """The model's reply as it streams. Blank lines at either end wait until text follows them."""
-
-    def __init__(self) -> None:
-        self._streamed = ""
+    def __init__(self, scroller: Scroller):
+        self._scroller = scroller
+        self._text = ""        # escaped as it arrives
+        self._settled = 0      # how much of it the settled blocks hold
+        self._dirty = False
         self._interrupted = False
-        self._text = urwid.Text("")
-        super().__init__(self._text)
-
-    @property
-    def text(self) -> str:
-        return escape_controls(self._streamed.strip("\n"))
+        self._tail = urwid.WidgetPlaceholder(urwid.Text(""))
+        scroller.append(self._tail)
 
     def append(self, delta: str) -> None:
-        self._streamed += delta
-        self._redraw()
+        self._text += escape_controls(delta)
+        self._dirty = True
 
     def mark_interrupted(self) -> None:
         self._interrupted = True
-        self._redraw()
+        self._dirty = True
 
-    def _redraw(self) -> None:
-        if not self._interrupted:
-            self._text.set_text(self.text)
-        elif self.text.rstrip():
-            self._text.set_text([self.text.rstrip(), ("dim", f" {INTERRUPTED}")])
-        else:
-            self._text.set_text(("dim", INTERRUPTED))
+    def sync(self) -> None:
+        """Settle the blocks that are complete and draw the last one afresh."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        source = self._text[self._settled:]
+        tokens = markdown.parse(source)
+        starts = markdown.top_level_starts(tokens)
+        if len(starts) > 1:
+            last = next(i for i, token in enumerate(tokens) if token.map and token.map[0] == starts[-1]
+                        and token.level == 0)
+            position = self._scroller.blocks.index(self._tail)
+            for widget in markdown.block_widgets(tokens[:last]):
+                self._scroller.insert(position, [widget, urwid.Divider()])
+                position += 2
+            self._settled += _offset_of_line(source, starts[-1])
+            tokens = tokens[last:]
+        widgets = markdown.block_widgets(tokens) if tokens else []
+        tail = widgets[-1] if widgets else urwid.Text("")
+        if self._interrupted:
+            tail = _marked_interrupted(tail, bool(widgets))
+        self._tail.original_widget = tail
+        self._scroller.changed()
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    offset = 0
+    for _ in range(line):
+        offset = text.index("\n", offset) + 1
+    return offset
+
+
+def _marked_interrupted(block: urwid.Widget, has_text: bool) -> urwid.Widget:
+    """`text (interrupted)` on a paragraph's last row; a row of its own under anything else."""
+    mark = ("dim", f" {INTERRUPTED}" if has_text else INTERRUPTED)
+    if not has_text:
+        return urwid.Text(mark)
+    if type(block) is urwid.Text:
+        text, runs = block.get_text()
+        markup, position = [], 0
+        for attribute, length in runs:
+            markup.append((attribute, text[position:position + length]))
+            position += length
+        if position < len(text):
+            markup.append(text[position:])
+        return urwid.Text([*markup, mark])
+    return urwid.Pile([block, urwid.Text(("dim", INTERRUPTED))])
 
 
 class ToolBlock(urwid.WidgetWrap):
-    """One tool call: `• name target`, then `  ⎿ summary` and the display (a diff) when it ends."""
+    """One tool call: `• name target` (and the whole command when the target cuts it), then
+    `  ⎿ ` and the first lines of what the model read, and the display (a diff) in full. The
+    whole command wraps under its own gutter."""
 
-    def __init__(self, name: str, target: str):
-        self._header: list[str | tuple[str, str]] = [("tool", f"• {escape_controls(name)}")]
+    def __init__(self, name: str, target: str, command: str = "", expanded: bool = False):
+        header: list[str | tuple[str, str]] = [("tool", f"• {escape_controls(name)}")]
         if target:
-            self._header.append(f" {escape_controls(target)}")
-        self._text = urwid.Text(self._header)
-        super().__init__(self._text)
+            header.append(f" {escape_controls(target)}")
+        rows: list[urwid.Widget] = [urwid.Text(header)]
+        command = command.strip()
+        if command and command not in target:
+            rows.append(Gutter("  │ ", urwid.Text(escape_controls(command))))
+        self._ended: ToolEnded | None = None
+        self._expanded = expanded
+        self._pile = urwid.Pile(rows)
+        self._header_rows = len(rows)
+        super().__init__(self._pile)
 
     def finish(self, ended: ToolEnded) -> None:
-        summary = escape_controls(ended.summary)
-        markup = [*self._header, "\n", ("tool_error" if ended.is_error else "tool_result", f"  ⎿ {summary}")]
+        self._ended = ended
+        self._redraw()
+
+    def set_expanded(self, expanded: bool) -> None:
+        if expanded != self._expanded:
+            self._expanded = expanded
+            self._redraw()
+
+    def _redraw(self) -> None:
+        ended = self._ended
+        if ended is None:
+            return
+        lines = escape_controls(ended.output).rstrip().splitlines() or ["(no output)"]
+        shown = len(lines) if self._expanded else (1 if ended.display else PREVIEW_LINES)
+        closing = lines[-1] if len(lines) > shown and _is_status_line(lines[-1]) else None
+        hidden = len(lines) - shown - (closing is not None)
+        markup: list[str | tuple[str, str]] = []
+        for number, line in enumerate(lines[:shown]):
+            error = ended.is_error and (number == 0 or _is_status_line(line))
+            markup += ["\n" if number else "", ("tool_error" if error else "tool_result",
+                                                 f"{RESULT_MARK if number == 0 else INDENT}{line}")]
+        if hidden > 0:
+            markup += ["\n", ("dim", f"{INDENT}… +{hidden} lines ({EXPAND_HINT})")]
+        if closing is not None:
+            markup += ["\n", ("tool_error" if ended.is_error else "tool_result", f"{INDENT}{closing}")]
         for line in escape_controls(ended.display or "").splitlines():
-            markup += ["\n", (diff_attribute(line) or "tool_result", f"    {line}")]
-        self._text.set_text(markup)
+            markup += ["\n", (diff_attribute(line) or "tool_result", f"{INDENT}{line}")]
+        self._pile.contents[self._header_rows:] = [(urwid.Text(markup), self._pile.options())]
+
+
+def _is_status_line(line: str) -> bool:
+    """`[exit code 3]`, `[command cancelled]`: a bracketed line that says how a command ended."""
+    return line.startswith("[") and line.endswith("]")
+
+
+class CompactionBlock(urwid.WidgetWrap):
+    """`── compacted: 42 messages summarised ──`, and the summary under it when expanded."""
+
+    def __init__(self, compaction: Compaction, expanded: bool = False):
+        self._compaction = compaction
+        self._text = urwid.Text("")
+        self._expanded = None
+        super().__init__(self._text)
+        self.set_expanded(expanded)
+
+    def set_expanded(self, expanded: bool) -> None:
+        if expanded == self._expanded:
+            return
+        self._expanded = expanded
+        line = f"── compacted: {self._compaction.count} messages summarised ──"
+        if not expanded:
+            self._text.set_text(("dim", f"{line} ({EXPAND_HINT})"))
+            return
+        self._text.set_text([("dim", line), "\n", ("tool_result", escape_controls(self._compaction.summary.strip()))])
 
 
 class Transcript(urwid.WidgetWrap):
-    def __init__(self, home: str | None):
+    def __init__(self, home: str | None, *, expanded: bool = False):
         self._home = home
         self._scroller = Scroller()
         self._last_kind: str | None = None
-        self._reply: ReplyBlock | None = None
+        self._reply: ReplyStream | None = None
         self._tools: dict[str, ToolBlock] = {}
+        self._expanded = expanded  # Ctrl+O: every tool output and summary in full
+        self.older_available = False  # a resumed session has history above what is shown
+        self.older_requested = False
         super().__init__(self._scroller)
 
     @property
     def scroller(self) -> Scroller:
         return self._scroller
 
+    def apply(self, event: object) -> bool:
+        """Draw `event` if it is the transcript's; False if it is not."""
+        match event:
+            case Card():
+                self.add_card(event)
+            case UserEcho(text=text):
+                self.add_user(text)
+            case TextDelta(text=text):
+                self.add_delta(text)
+            case ToolStarted():
+                self.add_tool_started(event)
+            case ToolEnded():
+                self.add_tool_ended(event)
+            case Notice(text=text, warning=warning):
+                self.add_notice(text, warning)
+            case ErrorLine(text=text):
+                self.add_error(text)
+            case Panel():
+                self.add_panel(event)
+            case Compaction():
+                self._add("compaction", CompactionBlock(event, self._expanded))
+            case TurnEnded(interrupted=interrupted):
+                self.end_turn(interrupted)
+            case _:
+                return False
+        return True
+
     def _add(self, kind: str, block: urwid.Widget) -> None:
+        self._close_reply()
         if self._scroller.blocks and not (kind in GROUPED_KINDS and kind == self._last_kind):
             self._scroller.append(urwid.Divider())
         self._scroller.append(block)
         self._last_kind = kind
-        self._reply = None
+
+    def _close_reply(self) -> None:
+        if self._reply is not None:
+            self._reply.sync()
+            self._reply = None
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
+        if self._reply is not None:
+            self._reply.sync()
+        return super().render(size, focus)
 
     def add_card(self, card: Card) -> None:
         """The start-up card. The first screen shows one drawn before the chat was loaded; the
-        chat's own card replaces it while nothing else has been shown."""
+        chat's own card replaces it while nothing else has been shown. A fresh card (a new
+        conversation) starts the transcript over."""
+        if card.fresh:
+            self._close_reply()
+            self._scroller.clear()
+            self._tools.clear()
+            self._last_kind = None
+            self.older_available = self.older_requested = False
         if self._last_kind == "card" and len(self._scroller.blocks) == 1:
             self._scroller.blocks[0].replace(card)
             self._scroller.changed()
@@ -131,21 +280,22 @@ class Transcript(urwid.WidgetWrap):
 
     def add_delta(self, text: str) -> None:
         if self._reply is None:
-            reply = ReplyBlock()
-            self._add("reply", reply)
-            self._reply = reply
+            if self._scroller.blocks:
+                self._scroller.append(urwid.Divider())
+            self._last_kind = "reply"
+            self._reply = ReplyStream(self._scroller)
         self._reply.append(text)
         self._scroller.changed()
 
     def add_tool_started(self, started: ToolStarted) -> None:
-        block = ToolBlock(started.name, started.target)
+        block = ToolBlock(started.name, started.target, started.command, self._expanded)
         self._tools[started.call_id] = block
         self._add("tool", block)
 
     def add_tool_ended(self, ended: ToolEnded) -> None:
         block = self._tools.pop(ended.call_id, None)
         if block is None:  # an end whose start this face never saw: show it whole
-            block = ToolBlock(ended.name, "")
+            block = ToolBlock(ended.name, "", expanded=self._expanded)
             self._add("tool", block)
         block.finish(ended)
         self._scroller.changed()
@@ -174,4 +324,47 @@ class Transcript(urwid.WidgetWrap):
                 self._scroller.changed()
             else:
                 self._add("interrupted", urwid.Text(("dim", INTERRUPTED)))
-        self._reply = None
+        self._close_reply()
+
+    # ---- Ctrl+O ---------------------------------------------------------------------------------
+
+    @property
+    def expanded(self) -> bool:
+        return self._expanded
+
+    def toggle_expanded(self) -> None:
+        """Every tool output and compaction summary in full, or back to their first lines."""
+        self._expanded = not self._expanded
+        for block in self._scroller.blocks:
+            if isinstance(block, (ToolBlock, CompactionBlock)):
+                block.set_expanded(self._expanded)
+        self._scroller.changed()
+
+    # ---- a saved session's history --------------------------------------------------------------
+
+    def add_older(self, events: tuple, more: bool) -> None:
+        """A page of history, older than everything shown: laid out on its own, then put above
+        the rest, under the card."""
+        page = Transcript(self._home, expanded=self._expanded)
+        for event in events:
+            page.apply(event)
+        page.end_turn(False)
+        blocks = page.scroller.blocks
+        self.older_available, self.older_requested = more, False
+        if not blocks:
+            return
+        under_card = bool(self._scroller.blocks) and isinstance(self._scroller.blocks[0], CardWidget)
+        if under_card:
+            self._scroller.insert(1, [urwid.Divider(), *blocks])
+        else:
+            self._scroller.insert(0, [*blocks, *([urwid.Divider()] if self._scroller.blocks else [])])
+        if self._last_kind is None or self._last_kind == "card":
+            self._last_kind = page._last_kind
+
+    def wants_older(self, size: tuple[int, int]) -> bool:
+        """Whether to ask for the page before the history shown: there is one, it was not asked
+        for yet, and less than a screen of rows is left above the view."""
+        if not self.older_available or self.older_requested:
+            return False
+        columns, height = size
+        return self._scroller.rows_above(columns, height, limit=height) < height

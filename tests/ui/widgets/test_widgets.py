@@ -392,15 +392,18 @@ def test_the_line_editing_keys():
     assert screen.composer_text == "c"
 
 
-def test_ctrl_c_interrupts_esc_cancels_the_innermost_and_ctrl_d_on_an_empty_composer_leaves():
+def test_ctrl_c_clears_a_draft_then_interrupts_esc_cancels_the_innermost_and_ctrl_d_on_an_empty_composer_leaves():
     screen = Screen()
     screen.type("draft")
-    screen.keys("ctrl c", "esc", "ctrl d")
-    assert screen.inputs == [Interrupt(), CancelInnermost()]
-    assert screen.composer_text == "draft"
+    screen.keys("ctrl c")
+    assert screen.inputs == [] and screen.composer_text == ""  # the draft goes, the chat stays
+    screen.keys("up")
+    assert screen.composer_text == "draft"  # and Up brings it back
+    screen.keys("esc", "ctrl d")
+    assert screen.inputs == [CancelInnermost()]
     screen.keys("ctrl a", *["ctrl d"] * 5)
-    screen.keys("ctrl d")
-    assert screen.inputs[-1] == Leave(0)
+    screen.keys("ctrl c", "ctrl d")
+    assert screen.inputs[-2:] == [Interrupt(), Leave(0)]
 
 
 async def test_while_a_choice_shows_keys_go_to_it_and_its_answer_goes_back_with_the_question():
@@ -412,7 +415,7 @@ async def test_while_a_choice_shows_keys_go_to_it_and_its_answer_goes_back_with_
     screen.keys("x", "down", "ctrl c", "enter")
     assert screen.answers == [(question, 1)]
     assert screen.inputs == [Interrupt()]
-    assert screen.composer_text == ""
+    assert screen.composer_text == "x"  # a key the chooser does not take is typed, not swallowed
     assert screen.layout.chooser is None
 
 
