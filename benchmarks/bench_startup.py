@@ -70,7 +70,7 @@ PROSE = "The quick brown fox jumps over the lazy dog while the build runs its te
 CARD = "ι> iota"
 EARLY = "e"   # typed right after the pane starts
 PROBE = "q"   # typed once the composer is drawn
-REPLY = "The fake model answers the first turn."
+REPLY = "The fake model answers turn {}."  # numbered: a resumed chat shows the earlier runs' replies
 ANTHROPIC, OPENAI, RESUME = "iota run (anthropic)", "iota run (openai)", f"iota resume ({RECORDS:,} records)"
 # What the chat must import before it can draw anything (ui.commands.interactive brings trio, urwid,
 # pydantic and the actors), then a card and a prompt; the terminal itself echoes the key.
@@ -79,6 +79,17 @@ FLOOR = ("import ui.commands.interactive, time; print('ι> iota\\n' + '─' * 20
 # The composer row: the prompt at the start of a line right under a rule (the transcript's own
 # `❯ ` marks, in a resumed chat's echo, are not under a rule).
 COMPOSER = re.compile(r"^─{10,}\n❯ ?(.*)$", re.MULTILINE)
+
+
+class Replies:
+    """The fake model's answers, numbered, so that each run waits for its own reply on the screen."""
+
+    def __init__(self):
+        self.sent = 0
+
+    def __call__(self, body: dict) -> dict:
+        self.sent += 1
+        return {"text": REPLY.format(self.sent)}
 
 
 @dataclass
@@ -134,7 +145,7 @@ def peak_kib(pid: int) -> int:
     raise SystemExit(f"no VmHWM for process {pid}")
 
 
-def measure(case: Case, terminals: Terminals, env: dict[str, str], cwd: Path, show: bool,
+def measure(case: Case, terminals: Terminals, replies: Replies, env: dict[str, str], cwd: Path, show: bool,
             settle: float = 0.0) -> None:
     started = time.perf_counter()
     terminal = terminals.start(case.argv, cols=110, rows=32, env=env, cwd=cwd)
@@ -153,9 +164,10 @@ def measure(case: Case, terminals: Terminals, env: dict[str, str], cwd: Path, sh
         pid = command_pid(terminal, case.argv)
         time.sleep(IDLE_SECONDS)
         case.idle_kib.append(peak_kib(pid))
-        sent = time.perf_counter()
+        entered = time.perf_counter()
         terminal.send_keys("Enter")
-        case.turn.append(wait_for(terminal, lambda s: REPLY in s, sent, "the reply")[0])
+        reply = REPLY.format(replies.sent + 1)
+        case.turn.append(wait_for(terminal, lambda s: reply in s, entered, "the reply")[0])
         time.sleep(IDLE_SECONDS)
         if show:
             print(terminal.capture(), file=sys.stderr)
@@ -239,7 +251,8 @@ def main() -> None:
         raise SystemExit("this benchmark drives the chat through tmux, which is not installed (Debian: apt-get install tmux)")
     iota = iota_command()
     with tempfile.TemporaryDirectory() as scratch, FakeModel() as model:
-        model.respond_with(lambda body: {"text": REPLY})
+        replies = Replies()
+        model.respond_with(replies)
         home = Path(scratch, "home")
         project = Path(scratch, "project")
         home.mkdir()
@@ -265,7 +278,7 @@ def main() -> None:
         ]
         terminals = Terminals(Path(scratch))
         for run, case in interleaved(cases, options.runs):  # each measure kills its own terminal
-            measure(case, terminals, env, project, options.show, options.settle if run == 0 else 0.0)
+            measure(case, terminals, replies, env, project, options.show, options.settle if run == 0 else 0.0)
         model.assert_no_unexpected()
         report(cases, options.runs)
 
