@@ -89,6 +89,10 @@ class Terminal:
             raise RuntimeError(f"tmux {' '.join(arguments)} failed: {done.stderr.strip()}")
         return done.stdout
 
+    def pane_pid(self) -> int:
+        """The process id of the shell that runs the command (the command is its child)."""
+        return int(self._tmux("display-message", "-p", "-t", PANE, "#{pane_pid}").strip())
+
     def send_keys(self, *keys: str) -> None:
         """tmux key names (`Enter`, `C-c`, `Escape`, `Up`, `M-Enter`, …); other words go in as text."""
         self._tmux("send-keys", "-t", PANE, *keys)
