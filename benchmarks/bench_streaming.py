@@ -6,7 +6,7 @@ counted, as a real model's is not), answering "Write N words." with a Markdown r
 (headings, paragraphs with emphasis and inline code, lists, code blocks) streamed one word a
 piece, as a model streams tokens.
 
-Two measurements, each case interleaved round by round so a busy moment of the machine hits
+Two measurements, their cases interleaved round by round so a busy moment of the machine hits
 them all alike:
 
   chat      the real chat (supervisor, lane, provider streaming, session writes with the
@@ -14,18 +14,26 @@ them all alike:
             reads the events, for a reply of 5k, 20k and 80k words on each wire protocol. The
             figure is the process's CPU time from sending the message to the end of the turn,
             per 1,000 words; flat means each size costs the same per word.
-  screen    the real `iota` in a tmux terminal (110×32): from pressing Enter on "Write 20000
-            words." until the reply's last word is on the screen, against the fake's own send
-            time — the same reply sent to a client that only reads the socket.
+  screen    the real `iota` of this tree in a tmux terminal (110x32): from pressing Enter on
+            "Write 20000 words." until the reply's last word is on the screen (after a short
+            reply, so that what a first reply loads is not counted), and the chat's CPU time
+            meanwhile; beside it the fake's own send time, from the request's arrival
+            to its last byte: to the chat, and to a client that only reads the socket; and
+            the time the provider alone (OpenAI-compatible, in this process, the text
+            handed to nothing) takes to read the same reply: the floor under the chat.
 
-It prints min / median / max per case and the ratios: the per-word cost at the largest size
-over the smallest, and the screen time over the send time. `--profile FILE` writes a cProfile
-of one chat turn at the largest size instead (read it with `python -m pstats FILE`).
+It prints min / median / max per case and the ratios of the medians: per-word cost at the
+largest size over the smallest (goal: within 1.2x), the screen time over the fake's send time
+(goal: at most 2x), and the provider alone and the chat's own CPU (no screen) over that send
+time — what reading the reply costs before anything is drawn.
+
+To find what grows, `--profile FILE` writes a cProfile of one chat turn of the largest size and
+`--profile-screen FILE` one of the chat in tmux showing the screen's reply (read either with
+`python -m pstats FILE`). The screen measurement needs tmux; without it only the chat runs.
 
     .venv/bin/python benchmarks/bench_streaming.py [--rounds N] [--sizes 5000,20000,80000]
-        [--screen-words 20000] [--no-screen] [--profile FILE]
-
-The screen measurement needs tmux; without it only the chat measurement runs.
+        [--screen-words 20000] [--no-screen] [--dialects openai,anthropic] [--profile FILE]
+        [--profile-screen FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.figures import SPREAD_HEADER, environment_without_keys, interleaved, parser, ratio, spread  # noqa: E402
+
 # `iota` from this tree (the screen measurement sets PYTHONPATH to it), plain or under cProfile.
 CHAT = "import sys; from ui.cli import main; sys.argv[0] = 'iota'; sys.exit(main())"
 PROFILED_CHAT = "import cProfile, sys; from ui.cli import main; sys.argv[0] = 'iota'; cProfile.run('main()', {profile!r})"
@@ -56,6 +66,7 @@ END = "That is the end of reply {words}."
 # The chat is ready for keys when its card shows the mode row (as tests/e2e/conftest.py waits).
 READY = re.compile(r"│ ([^│ ]+ · )?(chat|agent|bot) · ")
 SCREEN_TIMEOUT = 120.0
+WARM_UP_WORDS = 300
 
 # --- the reply --------------------------------------------------------------------------------
 
@@ -117,8 +128,8 @@ def serve() -> None:
             send_times.append(time.perf_counter() - arrived)
 
         threading.Thread(target=time_it, daemon=True).start()
-        asked = ASK.search(str(body))
-        words = int(asked.group(1)) if asked else 10
+        asked = ASK.findall(str(body))  # the last message's ask: the conversation holds the earlier ones
+        words = int(asked[-1]) if asked else 10
         text = replies.setdefault(words, reply_text(words))
         return {"text": text, "pieces": len(text.split()), "output_tokens": words}
 
@@ -159,6 +170,25 @@ def read_only(url: str, words: int) -> None:
         connection.sendall(request)
         while connection.recv(1 << 16):
             pass
+
+
+def provider_time(url: str, words: int) -> float:
+    """Seconds the OpenAI-compatible provider alone takes to read the reply, from sending the
+    request to the reply's end, handing its text to nothing: the floor under the chat."""
+    import trio
+
+    from iota.messages import Message
+    from iota.providers import Request, make_provider
+
+    async def read() -> float:
+        provider = make_provider("bench", "openai", "key", url + "/v1")
+        start = time.perf_counter()
+        await provider.stream(Request("fake", "", [Message("user", f"Write {words} words.")]), lambda text: None)
+        elapsed = time.perf_counter() - start
+        await provider.aclose()
+        return elapsed
+
+    return trio.run(read)
 
 
 # --- the chat, in this process -------------------------------------------------------------------
@@ -221,8 +251,7 @@ def screen_time(directory: Path, home: Path, project: Path, words: int, chat_cpu
     cProfile and leaves (Ctrl+D) once the words are shown."""
     from tests.support.terminal import Terminals
 
-    env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-    env.update(HOME=str(home), PYTHONPATH=str(ROOT))  # the code of this tree, whatever is installed
+    env = {**environment_without_keys(home), "PYTHONPATH": str(ROOT)}  # the code of this tree, whatever is installed
     chat = CHAT if profile is None else PROFILED_CHAT.format(profile=profile)
     terminals = Terminals(directory)
     try:
@@ -230,6 +259,11 @@ def screen_time(directory: Path, home: Path, project: Path, words: int, chat_cpu
                                  cwd=project)
         screen.wait_for(READY, timeout=30)
         chat = chat_pid(screen)
+        # A short reply first, so what is measured is streaming and not what a first reply loads
+        # (the lexers of its code blocks, the parser's tables).
+        screen.type(f"Write {WARM_UP_WORDS} words.")
+        screen.send_keys("Enter")
+        screen.wait_for(END.format(words=WARM_UP_WORDS), timeout=SCREEN_TIMEOUT)
         screen.type(f"Write {words} words.")
         end = END.format(words=words)
         cpu = cpu_seconds(chat)
@@ -261,42 +295,95 @@ def cpu_seconds(pid: int) -> float:
 
 # --- the run -------------------------------------------------------------------------------------
 
-def spread(values: list[float], scale: float = 1e3, digits: int = 1) -> str:
-    return " ".join(f"{value * scale:8.{digits}f}" for value in (min(values), statistics.median(values), max(values)))
+class Figures:
+    """What the rounds measured: per chat case, CPU ms per 1,000 words; for the screen, seconds."""
+
+    def __init__(self) -> None:
+        self.chat: dict[tuple[str, int], list[float]] = {}
+        self.floor: list[float] = []      # the fake sending the reply to a client that only reads
+        self.sent: list[float] = []       # the fake sending it to the chat in tmux
+        self.provider: list[float] = []   # the provider alone reading it
+        self.shown: list[float] = []      # Enter to the last word on the chat's screen
+        self.shown_cpu: list[float] = []  # the chat's CPU time meanwhile
+
+
+def measure(case: tuple, figures: Figures, model: ModelProcess, scratch: Path, home: Path, project: Path) -> None:
+    if case[0] == "chat":
+        _, dialect, size = case
+        figures.chat.setdefault((dialect, size), []).append(chat_turn(dialect, size, project) / (size / 1000))
+        return
+    words = case[1]
+    read_only(model.url, words)
+    figures.floor.append(model.last_send_time())
+    figures.provider.append(provider_time(model.url, words))
+    figures.shown.append(screen_time(scratch, home, project, words, figures.shown_cpu))
+    figures.sent.append(model.last_send_time())
+
+
+def report(figures: Figures, rounds: int, dialects: list[str], sizes: list[int], screen_words: int | None) -> None:
+    print(f"one long streamed reply, {rounds} interleaved rounds")
+    print(f"\nchat: CPU ms per 1,000 words, from the message to the end of the turn\n{'':25} {SPREAD_HEADER}")
+    for (dialect, size), values in figures.chat.items():
+        print(f"  {dialect:10} {size:>6} words {spread(values, 1e3, 1)}")
+    print("\nratios of the medians")
+    for dialect in dialects:
+        print(ratio(f"{dialect}, per word at {max(sizes)} over {min(sizes)} words",
+                    statistics.median(figures.chat[dialect, max(sizes)]),
+                    statistics.median(figures.chat[dialect, min(sizes)]), "≤ 1.2x from 5k to 80k"))
+    if screen_words is None:
+        return
+    print(f"\nscreen: a {screen_words}-word reply, seconds\n{'':51} {SPREAD_HEADER}")
+    for label, values in (("the fake sending it to a client that only reads", figures.floor),
+                          ("the provider alone reading it (no chat, no screen)", figures.provider),
+                          ("the fake sending it to the chat", figures.sent),
+                          ("Enter to the last word on the chat's screen", figures.shown),
+                          ("the chat's CPU time meanwhile", figures.shown_cpu)):
+        print(f"  {label:50}{spread(values, 1, 2)}")
+    shown = statistics.median(figures.shown)
+    print("\nratios of the medians")
+    print(ratio("on screen over the fake's send time to the chat", shown, statistics.median(figures.sent), "≤ 2x"))
+    print(ratio("on screen over its send time to a reading client", shown, statistics.median(figures.floor)))
+    print(ratio("the provider alone over the send time to the chat", statistics.median(figures.provider),
+                statistics.median(figures.sent)))
+    if ("openai", screen_words) in figures.chat:  # what the chat costs without drawing anything
+        alone = statistics.median(figures.chat["openai", screen_words]) * screen_words / 1000
+        print(ratio("the chat's own CPU (no screen) over the send time", alone, statistics.median(figures.sent)))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="See the module docstring for "
-                                     "what is measured.", formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5, help="measurements per case (default 5)")
-    parser.add_argument("--sizes", default="5000,20000,80000", help="reply sizes in words for the chat "
-                        "measurement, comma-separated (default 5000,20000,80000)")
-    parser.add_argument("--screen-words", type=int, default=20000, help="reply size of the screen measurement "
-                        "(default 20000)")
-    parser.add_argument("--no-screen", action="store_true", help="skip the screen measurement")
-    parser.add_argument("--dialects", default=",".join(DIALECTS), help="wire protocols of the chat measurement "
-                        "(default openai,anthropic)")
-    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of one chat turn of the largest size "
-                        "(first dialect) to FILE and stop")
-    parser.add_argument("--profile-screen", metavar="FILE", help="write a cProfile of the chat in tmux showing "
-                        "one reply of --screen-words to FILE and stop")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=5, help="measurements per case (default 5)")
+    options.add_argument("--sizes", default="5000,20000,80000", help="reply sizes in words for the chat "
+                         "measurement, comma-separated (default 5000,20000,80000)")
+    options.add_argument("--screen-words", type=int, default=20000, help="reply size of the screen measurement "
+                         "(default 20000)")
+    options.add_argument("--no-screen", action="store_true", help="skip the screen measurement")
+    options.add_argument("--dialects", default=",".join(DIALECTS), help="wire protocols of the chat measurement "
+                         "(default openai,anthropic)")
+    options.add_argument("--profile", metavar="FILE", help="write a cProfile of one chat turn of the largest size "
+                         "(first dialect) to FILE and stop")
+    options.add_argument("--profile-screen", metavar="FILE", help="write a cProfile of the chat in tmux showing "
+                         "one reply of --screen-words to FILE and stop")
+    options.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = options.parse_args()
     if args.serve:
         serve()
         return
     sizes = [int(size) for size in args.sizes.split(",")]
     dialects = args.dialects.split(",")
-    screen = not args.no_screen
-    if screen and shutil.which("tmux") is None:
+    screen_words: int | None = None if args.no_screen else args.screen_words
+    if screen_words is not None and shutil.which("tmux") is None:
         print("tmux is not installed: the screen measurement is skipped")
-        screen = False
+        screen_words = None
 
-    with tempfile.TemporaryDirectory() as scratch:
-        home = Path(scratch, "home")
+    with tempfile.TemporaryDirectory() as directory:
+        scratch = Path(directory)
+        home = scratch / "home"
         project = home / "project"
         project.mkdir(parents=True)
-        os.environ["HOME"] = str(home)
+        environment = environment_without_keys(home)  # no key, no tmux of the caller's: nothing real reached
+        os.environ.clear()
+        os.environ.update(environment)
         os.chdir(project)
         model = ModelProcess()
         try:
@@ -306,51 +393,21 @@ def main() -> None:
                 print(f"profile of a {max(sizes)}-word turn ({dialects[0]}) written to {args.profile}")
                 return
             if args.profile_screen:
-                shown = screen_time(Path(scratch), home, project, args.screen_words, [],
-                                    os.path.abspath(args.profile_screen))
+                shown = screen_time(scratch, home, project, args.screen_words, [], os.path.abspath(args.profile_screen))
                 print(f"{args.screen_words} words on screen in {shown:.2f} s (profiled); the profile is in "
                       f"{args.profile_screen}")
                 return
-            cases = [(dialect, size) for dialect in dialects for size in sizes]
-            chat: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
-            floor: list[float] = []   # the fake sending to a client that only reads
-            sent: list[float] = []    # the fake sending to the chat in tmux
-            shown: list[float] = []
-            shown_cpu: list[float] = []  # the chat's CPU time meanwhile
+            cases: list[tuple] = [("chat", dialect, size) for dialect in dialects for size in sizes]
+            cases += [("screen", screen_words)] if screen_words is not None else []
+            figures = Figures()
             chat_turn(dialects[0], min(sizes), project)  # warm up: imports, the first connection
-            for round_ in range(args.rounds):
-                shift = round_ % len(cases)
-                for dialect, size in cases[shift:] + cases[:shift]:
-                    chat[dialect, size].append(chat_turn(dialect, size, project) / (size / 1000))
-                if screen:
-                    read_only(model.url, args.screen_words)
-                    floor.append(model.last_send_time())
-                    shown.append(screen_time(Path(scratch), home, project, args.screen_words, shown_cpu))
-                    sent.append(model.last_send_time())
-                print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr)
+            for done, (round_, case) in enumerate(interleaved(cases, args.rounds), 1):
+                measure(case, figures, model, scratch, home, project)
+                if done % len(cases) == 0:
+                    print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr)
         finally:
             model.close()
-
-    print(f"one streamed reply, {args.rounds} interleaved rounds; min / median / max")
-    print(f"\nchat: CPU ms per 1,000 words from the message to the end of the turn")
-    for dialect, size in cases:
-        print(f"  {dialect:10} {size:>6} words  {spread(chat[dialect, size])}")
-    print(f"\n  per-word cost at {max(sizes)} over {min(sizes)} words (medians):")
-    for dialect in dialects:
-        ratio = statistics.median(chat[dialect, max(sizes)]) / statistics.median(chat[dialect, min(sizes)])
-        print(f"  {dialect:10} {ratio:5.2f}x")
-    if screen:
-        print(f"\nscreen: a {args.screen_words}-word reply, seconds")
-        print(f"  the fake sending it to a client that only reads   {spread(floor, 1, 2)}")
-        print(f"  the fake sending it to the chat                   {spread(sent, 1, 2)}")
-        print(f"  Enter to the last word on the chat's screen       {spread(shown, 1, 2)}")
-        print(f"  the chat's CPU time meanwhile                     {spread(shown_cpu, 1, 2)}")
-        if ("openai", args.screen_words) in chat:
-            alone = statistics.median(chat["openai", args.screen_words]) * args.screen_words / 1000
-            print(f"  the chat without a screen, its CPU time for such a reply (openai, median)  {alone:8.2f}")
-        shown_median = statistics.median(shown)
-        print(f"  on screen over the fake's send time to the chat (medians):   {shown_median / statistics.median(sent):5.2f}x")
-        print(f"  on screen over its send time to a reading client (medians):  {shown_median / statistics.median(floor):5.2f}x")
+    report(figures, args.rounds, dialects, sizes, screen_words)
 
 
 if __name__ == "__main__":
