@@ -87,7 +87,7 @@ class Lane:
         self._running = ""
         self._running_since: float | None = None
         self._label = ""  # while set, what runs is shown as part of it (`labelled`)
-        # A new conversation's meter counts the system prompt and the tools from the first screen.
+        # A new conversation's meter weighs the system prompt and the tools from the first screen.
         self.meter = Meter(setup.model.context_window)
         session = conversation.session
         self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None,
