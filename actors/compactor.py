@@ -98,7 +98,7 @@ async def _apply(lane: Lane, compacted: Compacted) -> None:
         await trio.to_thread.run_sync(conversation.apply_compaction, compacted.record, compacted.messages)
     for condensed in lane.on_compacted:
         condensed(split.middle if split is not None else [])
-    lane.meter.reseed(conversation.messages, overhead=compaction.estimate_messages(
+    lane.meter.reseed(conversation.messages, overhead=compaction.message_tokens(
         [Message(SYSTEM, content=lane.setup.system_prompt())]))
     lane.show_status()
 

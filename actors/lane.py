@@ -51,11 +51,10 @@ from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, T
                            TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
-from iota.compaction.summary import Meter
+from iota.compaction.summary import Meter, TokenCount
 from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
-from iota import tokens
 from iota.hosts import PingKind, State
 from iota.providers.base import retry_listener
 from iota.sessions.attachments import Attachment, attached_line
@@ -88,9 +87,11 @@ class Lane:
         self._running = ""
         self._running_since: float | None = None
         self._label = ""  # while set, what runs is shown as part of it (`labelled`)
+        # A new conversation's meter weighs the system prompt and the tools from the first screen.
         self.meter = Meter(setup.model.context_window)
         session = conversation.session
-        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None)
+        self.meter.seed(conversation.messages, session.view.last_usage if session and session.on_disk else None,
+                        overhead=self.request_overhead())
         # Hooks: before each user message is sent (reloads, the compaction offer, a bot's owed
         # compaction), and after each kept turn (a bot's memory notices).
         self.before_send: list[Callable[[Lane, Message], Awaitable[None]]] = []
@@ -188,28 +189,18 @@ class Lane:
             finally:
                 self._job_scope = outer
 
-    def request_overhead(self) -> int:
-        """What every request carries beyond the conversation, counted: the system prompt and the
-        tools' definitions. The meter counts it from the first screen, before a reply measures it.
-        Blocking (the first count loads the token encoding)."""
+    def request_overhead(self) -> TokenCount:
+        """What every request carries beyond the conversation: the system prompt and the tools'
+        definitions, as texts the meter counts only if a threshold needs them (bytes/4 is shown
+        meanwhile), so the meter weighs them from the first screen without loading the encoding."""
         texts = [self.setup.system_prompt()]
         texts += [spec.name + spec.description + json.dumps(spec.parameters) for spec in self.toolbox.specs()]
-        return sum(tokens.count_each(texts))
-
-    async def _count_overhead(self) -> None:
-        """A meter that is a local count gets the overhead as soon as it is counted (in a worker
-        thread: the encoding may still be loading, and keys must echo meanwhile); jobs run in
-        the meantime, and a reply's own figure, if one comes first, makes it moot."""
-        if self.meter.measured:
-            return
-        overhead = await trio.to_thread.run_sync(self.request_overhead, abandon_on_cancel=True)
-        if not self.meter.measured:
-            self.meter.settled += overhead
-            self.show_status()
+        return TokenCount(texts=texts)
 
     @property
     def context_used(self) -> int:
-        return self.meter.used
+        """The context figure shown (`Meter.shown`: nothing is counted for it)."""
+        return self.meter.shown
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
@@ -222,9 +213,7 @@ class Lane:
         task_status.started()
         self.show_status()
         self.host.state(self._resting_state())  # the first report: the chat is ready
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._count_overhead)
-            await self._take_jobs()
+        await self._take_jobs()
 
     async def _take_jobs(self) -> None:
         while True:
@@ -409,7 +398,7 @@ class Lane:
         model = self.setup.model
         self.meter.window = model.context_window
         messages = self.inbox.messages()
-        self.emit(Status(model=model.name, context_used=self.meter.used, context_window=model.context_window,
+        self.emit(Status(model=model.name, context_used=self.meter.shown, context_window=model.context_window,
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
                          queued=self.inbox.queued(), queued_messages=messages,
                          held=self.inbox.held and bool(messages) and not self.busy,

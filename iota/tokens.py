@@ -10,9 +10,13 @@ downloaded, ever (tiktoken itself fetches its encodings from the network on firs
 counts are tiktoken's, token for token; the tests check them against reference counts made with
 tiktoken once (tests/iota/make_token_references.py).
 
-Loading the encoding takes about a third of a second and some 60 MB, so importing this module
-loads nothing: the first count does, or `preload`, which the chat runs in a worker thread behind
-its first screen. A lock makes the two share one load.
+Loading the encoding costs some 60 MB for as long as the process lives, and about a third of a
+second with the GIL held (a worker thread would not keep the event loop running meanwhile). So
+importing this module loads nothing, and neither does `byte_bound`: only the first `count` does.
+An ordinary chat never needs one: every o200k token stands for at least one byte of UTF-8 (it is
+a byte-level BPE), so a text's UTF-8 length bounds its count from above, and the meter counts
+only when that bound could reach a threshold (iota.compaction.meter). A lock makes threads that
+count at once share one load.
 """
 
 from __future__ import annotations
@@ -24,11 +28,6 @@ ENCODING = "o200k_base"
 
 _load_lock = threading.Lock()
 _count_batch: Callable[[list[str]], list[int]] | None = None
-
-
-def preload() -> None:
-    """Load the encoding now (blocks for the load: meant for `trio.to_thread.run_sync`)."""
-    _counter()
 
 
 def count(text: str) -> int:
@@ -45,9 +44,23 @@ def count_each(texts: Sequence[str]) -> list[int]:
     try:
         return counter(batch)
     except UnicodeEncodeError:
-        # A lone surrogate (from a tool's undecodable output) cannot cross into the extension:
-        # count each one as the replacement characters a UTF-8 decoder would make of it.
-        return counter([text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for text in batch])
+        return counter([_encodable(text) for text in batch])
+
+
+def byte_bound(text: str) -> int:
+    """An upper bound on `count(text)`, without the encoding: the UTF-8 length of what is counted
+    (every token stands for at least one byte)."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return len(_encodable(text).encode("utf-8"))
+
+
+def _encodable(text: str) -> str:
+    """`text` as the encoding can take it. A lone surrogate (from a tool's undecodable output)
+    cannot cross into the extension: it counts as the replacement characters a UTF-8 decoder
+    would make of it."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _counter() -> Callable[[list[str]], list[int]]:

@@ -22,6 +22,14 @@ reasoning, each tool call's name and each argument's key and value, plus 4 token
 message. It is an estimate all the same — the framing and the tool definitions are guesses —
 compared against thresholds and shown behind `≈`, never billed.
 
+Loading the encoding costs some 60 MB and a third of a second, more than an idle chat holds
+without it, so a local count is kept as its texts (`TokenCount`) and counted only when a
+threshold needs it. Every o200k token stands for at least one byte, so the texts' UTF-8 length is
+an upper bound on their count: `reaches` answers no from that bound alone while it stays below
+the threshold, and counts exactly only once it does not — its answer is always the exact
+count's. Until texts are counted, the figure shown takes bytes/4 for them; once counted, their
+count. A chat far from its thresholds never loads the encoding.
+
 Thresholds
 ----------
 An agent offers to compact at max(80% of the window, window − 16k): a share keeps small windows
@@ -82,7 +90,41 @@ def snoozed(threshold: int, window: int, snoozed_at: int | None) -> int:
 # -- the local count ------------------------------------------------------------------------------
 
 
-def estimate_messages(messages: Iterable[Message]) -> int:
+class TokenCount:
+    """A token figure whose texts are counted only when asked: `known` tokens (a provider's figure,
+    the framing, images, texts counted already) and the texts not counted yet, with their UTF-8
+    length. Counting folds the texts into `known`, so nothing is counted twice."""
+
+    def __init__(self, known: int = 0, texts: Iterable[str] = ()):
+        self.known = known
+        self.texts = [text for text in texts if text]
+        self.bytes = sum(map(tokens.byte_bound, self.texts))
+
+    def add(self, other: TokenCount) -> None:
+        """Add `other`'s tokens to these (`other` stays as it was)."""
+        self.known += other.known
+        self.texts += other.texts
+        self.bytes += other.bytes
+
+    @property
+    def bound(self) -> int:
+        """At least `exact()`, found without the encoding: each text's tokens are at most its bytes."""
+        return self.known + self.bytes
+
+    @property
+    def estimate(self) -> int:
+        """The figure to show: the exact count of what was counted, bytes/4 for the texts not yet."""
+        return self.known + -(-self.bytes // 4)
+
+    def exact(self) -> int:
+        """The exact count (blocking: the first in a process loads the encoding, see iota.tokens)."""
+        if self.texts:
+            self.known += sum(tokens.count_each(self.texts))
+            self.texts, self.bytes = [], 0
+        return self.known
+
+
+def message_tokens(messages: Iterable[Message]) -> TokenCount:
     """Tokens `messages` add to a request: text, reasoning, tool calls, attachments (an image
     1200, as the Rust iota counts one; a text file its text) and 4 per message of framing."""
     texts: list[str] = []
@@ -99,7 +141,7 @@ def estimate_messages(messages: Iterable[Message]) -> int:
             texts.append(call.name)
             for key, value in call.arguments.items():
                 texts += (key, go_value(value))
-    return framing + sum(tokens.count_each([text for text in texts if text]))
+    return TokenCount(framing, texts)
 
 
 def go_value(value: Any) -> str:
@@ -121,19 +163,26 @@ class Meter:
 
     def __init__(self, window: int):
         self.window = window
-        self.settled = 0
-        self.pending = 0
+        self.settled = TokenCount()
+        self.pending = TokenCount()
         # Whether `settled` is the provider's own figure rather than a local count.
         self.measured = False
 
     @property
     def used(self) -> int:
-        return self.settled + self.pending
+        """settled + pending, counted exactly (blocking: it may load the encoding). What is shown
+        is `shown`, which never counts."""
+        return self.settled.exact() + self.pending.exact()
+
+    @property
+    def shown(self) -> int:
+        """settled + pending as the status shows it: bytes/4 for any text not counted yet."""
+        return self.settled.estimate + self.pending.estimate
 
     @property
     def estimated(self) -> bool:
         """True when any part of `used` is a local count (the status then starts with `≈`)."""
-        return not self.measured or self.pending > 0
+        return not self.measured or self.pending.bound > 0
 
     def settle(self, usage: Usage | None) -> None:
         """A response arrived: its usage is now the whole figure.
@@ -142,22 +191,26 @@ class Meter:
         added since is folded into the settled figure, which becomes a local count.
         """
         if usage is not None and usage.context:
-            self.settled, self.measured = usage.context, True
+            self.settled, self.measured = TokenCount(usage.context), True
         else:
-            self.settled, self.measured = self.settled + self.pending, False
-        self.pending = 0
+            self.settled.add(self.pending)
+            self.measured = False
+        self.pending = TokenCount()
 
     def add(self, messages: Iterable[Message]) -> None:
         """Messages joined the conversation since the last response (the user's, tool results, notices)."""
-        self.pending += estimate_messages(messages)
+        self.pending.add(message_tokens(messages))
 
-    def reseed(self, messages: Sequence[Message], overhead: int = 0) -> None:
+    def reseed(self, messages: Sequence[Message], overhead: TokenCount | None = None) -> None:
         """Start over from a local count of `messages` plus `overhead` (what the request carries beyond
         them: the system prompt, memory, tool definitions). After a compaction the last usage no
         longer describes what will be sent."""
-        self.settled, self.pending, self.measured = estimate_messages(messages) + overhead, 0, False
+        self.settled, self.pending, self.measured = message_tokens(messages), TokenCount(), False
+        if overhead is not None:
+            self.settled.add(overhead)
 
-    def seed(self, messages: Sequence[Message], last_usage: Usage | None, overhead: int = 0) -> None:
+    def seed(self, messages: Sequence[Message], last_usage: Usage | None,
+             overhead: TokenCount | None = None) -> None:
         """Start a resumed session from its view (`SessionView.messages` and `.last_usage`).
 
         With a last usage (the last assistant record's after the last compaction) the meter is that
@@ -170,13 +223,21 @@ class Meter:
         after = len(messages)
         while after > 0 and not (messages[after - 1].role == ASSISTANT and messages[after - 1].usage is not None):
             after -= 1
-        self.settled, self.measured = last_usage.context, True
-        self.pending = estimate_messages(messages[after:])
+        self.settled, self.measured = TokenCount(last_usage.context), True
+        self.pending = message_tokens(messages[after:])
 
     def reaches(self, threshold: int, adding: Iterable[Message] = ()) -> bool:
-        """Whether usage, with `adding` (messages about to be sent, not yet added), is at `threshold`."""
-        return self.used + estimate_messages(adding) >= threshold
+        """Whether usage, with `adding` (messages about to be sent, not yet added), is at `threshold`.
+
+        Always the exact count's answer, but counted only when it could be yes: while even the
+        byte bound of every uncounted text stays below the threshold, it is no. When it counts it
+        blocks, and the first count in a process loads the encoding (a third of a second, with the
+        GIL held, so a worker thread would freeze the event loop all the same)."""
+        adding_count = message_tokens(adding)
+        if self.settled.bound + self.pending.bound + adding_count.bound < threshold:
+            return False
+        return self.used + adding_count.exact() >= threshold
 
     def status(self) -> str:
-        """`[≈]<used> / <window> (<pct>%)`, e.g. `≈96k / 128k (75%)`."""
-        return context_figure(self.used, self.window, self.estimated)
+        """`[≈]<used> / <window> (<pct>%)`, e.g. `≈96k / 128k (75%)`, with bytes/4 for what is not counted yet."""
+        return context_figure(self.shown, self.window, self.estimated)

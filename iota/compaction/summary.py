@@ -52,10 +52,11 @@ from dataclasses import dataclass
 from iota.compaction.meter import (
     MIN_BOT_WINDOW,
     Meter,
+    TokenCount,
     bot_reserve,
     bot_threshold,
-    estimate_messages,
     go_value,
+    message_tokens,
     normal_threshold,
     snoozed,
 )
@@ -69,9 +70,9 @@ from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER, summary_preamble
 # The meter's names are re-exported, so the chat and the compactor need only `iota.compaction.summary`.
 __all__ = [
     "COMPACTED_WITHOUT_FLUSH", "COMPACTING", "COMPACT_NOW", "FLUSH_NOTICE", "FLUSH_TRANSCRIPT_LINE",
-    "EMPTY_SUMMARY", "MIN_BOT_WINDOW", "NOTHING_TO_COMPACT", "NOT_NOW", "NOT_SAVED", "SUMMARY_INSTRUCTION", "Compacted", "CompactionFailed", "Meter", "Split",
-    "bot_reserve", "bot_threshold", "compact", "compacted_line", "estimate_messages", "failed_line",
-    "failing_alert", "flush_notice", "is_flush_notice", "normal_threshold", "offer_question",
+    "EMPTY_SUMMARY", "MIN_BOT_WINDOW", "NOTHING_TO_COMPACT", "NOT_NOW", "NOT_SAVED", "SUMMARY_INSTRUCTION", "Compacted", "CompactionFailed", "Meter", "Split", "TokenCount",
+    "bot_reserve", "bot_threshold", "compact", "compacted_line", "failed_line",
+    "failing_alert", "flush_notice", "is_flush_notice", "message_tokens", "normal_threshold", "offer_question",
     "recent_identifiers", "snoozed", "split_for_compaction", "summarize", "summary_request",
 ]
 

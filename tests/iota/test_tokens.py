@@ -49,8 +49,7 @@ def test_importing_loads_no_encoding_and_counting_needs_no_network():
 
 
 def test_threads_that_count_at_once_share_one_load():
-    # The chat preloads in a worker thread while the first count may come from the event loop:
-    # each would otherwise build its own ~60 MB table.
+    # Each thread would otherwise build its own ~60 MB table.
     code = (
         "import threading, time, toktok\n"
         "loads = []\n"
@@ -62,10 +61,30 @@ def test_threads_that_count_at_once_share_one_load():
         "    return real(texts, *args, **kwargs)\n"
         "toktok.batch_count = slow_first\n"
         "from iota import tokens\n"
-        "threads = [threading.Thread(target=tokens.preload)] + [threading.Thread(target=tokens.count, args=('x',)) "
-        "for _ in range(3)]\n"
+        "threads = [threading.Thread(target=tokens.count, args=('x',)) for _ in range(4)]\n"
         "for t in threads: t.start()\n"
         "for t in threads: t.join()\n"
         "print(len(loads))\n"
     )
     assert run_python(code) == "1\n"
+
+
+def test_a_texts_utf8_length_bounds_its_count_without_loading_the_encoding():
+    # The meter answers "below the threshold" from this bound alone, so it must never be less than
+    # the count: each o200k token stands for at least one byte. A lone surrogate is bounded as what
+    # is counted in its place: three replacement characters, 9 bytes.
+    texts = [r["text"] for r in REFERENCES] + [
+        "", " ", "a\udc80b", "\udc80\udcff\ud800", "🙂" * 50, "你好世界" * 30, "1234567890" * 9, "<|endoftext|>",
+        "\n" * 40, " " * 70, "".join(chr(c) for c in range(0x20, 0x3000, 7)),
+    ]
+    code = (
+        "import sys\n"
+        "from iota import tokens\n"
+        f"bounds = [tokens.byte_bound(t) for t in {texts!r}]\n"
+        "assert 'toktok' not in sys.modules, 'the bound loaded the encoding'\n"
+        "print(bounds)\n"
+    )
+    bounds = json.loads(run_python(code))
+    counts = tokens.count_each(texts)
+    assert all(count <= bound for count, bound in zip(counts, bounds)), list(zip(texts, counts, bounds))
+    assert bounds[len(REFERENCES) + 3] == 27  # the three lone surrogates

@@ -3,7 +3,7 @@ Rust iota counts it, a text file as its text, and the summary names what was att
 
 from __future__ import annotations
 
-from iota.compaction.meter import IMAGE_TOKENS, estimate_messages
+from iota.compaction.meter import IMAGE_TOKENS, message_tokens
 from iota.compaction.summary import summary_request
 from iota.messages import ASSISTANT, USER, Message
 from iota.sessions.attachments import make_attachment
@@ -11,10 +11,10 @@ from tests.support.images import png
 
 
 def test_an_image_counts_1200_and_a_text_file_its_text():
-    plain = estimate_messages([Message(USER, "look")])
-    with_image = estimate_messages([Message(USER, "look", attachments=[make_attachment("a.png", png())])])
+    plain = message_tokens([Message(USER, "look")]).exact()
+    with_image = message_tokens([Message(USER, "look", attachments=[make_attachment("a.png", png())])]).exact()
     notes = make_attachment("notes.md", ("word " * 300).encode())
-    with_text = estimate_messages([Message(USER, "look", attachments=[notes])])
+    with_text = message_tokens([Message(USER, "look", attachments=[notes])]).exact()
     assert with_image == plain + IMAGE_TOKENS == plain + 1200
     assert with_text >= plain + 300
 

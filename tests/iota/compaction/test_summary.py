@@ -11,12 +11,13 @@ from iota.compaction.summary import (
     Compacted,
     CompactionFailed,
     Meter,
+    TokenCount,
     bot_reserve,
     bot_threshold,
     compact,
-    estimate_messages,
     flush_notice,
     is_flush_notice,
+    message_tokens,
     normal_threshold,
     recent_identifiers,
     snoozed,
@@ -97,14 +98,14 @@ def words(n: int) -> str:
 
 
 def test_the_local_count_is_the_o200k_count_of_each_piece_plus_4_per_message():
-    assert estimate_messages([user(words(40))]) == 40 + 4
-    assert estimate_messages([user("你好世界")]) == 2 + 4
+    assert message_tokens([user(words(40))]).exact() == 40 + 4
+    assert message_tokens([user("你好世界")]).exact() == 2 + 4
     reasoning = Message("assistant", "x" * 8, reasoning="y" * 12)
-    assert estimate_messages([reasoning]) == 1 + 3 + 4
+    assert message_tokens([reasoning]).exact() == 1 + 3 + 4
     call = assistant(calls=[ToolCall("c1", "read_file", {"path": "src/app/main.py", "limit": 1000})])
     # "read_file" → 2; "path" → 1, "src/app/main.py" → 4; "limit" → 1, "1000" → 2
-    assert estimate_messages([call]) == 4 + 2 + 1 + 4 + 1 + 2
-    assert estimate_messages([]) == 0
+    assert message_tokens([call]).exact() == 4 + 2 + 1 + 4 + 1 + 2
+    assert message_tokens([]).exact() == 0
 
 
 def test_argument_values_are_printed_as_go_prints_them():
@@ -130,7 +131,7 @@ def test_a_response_without_usage_folds_the_estimate_into_a_local_figure():
     meter.settle(Usage(input=1000))
     meter.add([user(words(100))])
     meter.settle(None)
-    assert meter.used == 1104 and meter.pending == 0 and meter.estimated
+    assert meter.used == 1104 and meter.pending.exact() == 0 and meter.estimated
     meter.settle(Usage())
     assert meter.used == 1104 and meter.estimated
 
@@ -148,7 +149,7 @@ def test_a_resumed_meter_starts_from_the_last_usage_plus_what_came_after_it():
         "tool", words(10), tool_call_id="c1")]
     meter = Meter(128_000)
     meter.seed(view, Usage(5_000, 100))
-    assert meter.settled == 5_100 and meter.pending == (100 + 4) + (10 + 4) and meter.estimated
+    assert meter.settled.exact() == 5_100 and meter.pending.exact() == (100 + 4) + (10 + 4) and meter.estimated
     meter.seed(view[:3], Usage(5_000, 100))
     assert meter.used == 5_100 and not meter.estimated
 
@@ -156,10 +157,10 @@ def test_a_resumed_meter_starts_from_the_last_usage_plus_what_came_after_it():
 def test_a_resumed_meter_without_a_usage_counts_everything_plus_the_overhead():
     view = [system(words(100)), user(words(10))]
     meter = Meter(64_000)
-    meter.seed(view, None, overhead=2_000)
+    meter.seed(view, None, overhead=TokenCount(2_000))
     assert meter.used == (100 + 4) + (10 + 4) + 2_000 and meter.estimated
     meter.settle(Usage(input=10))
-    meter.reseed([user(words(10))], overhead=6)
+    meter.reseed([user(words(10))], overhead=TokenCount(6))
     assert meter.used == 20 and meter.estimated
 
 
