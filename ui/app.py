@@ -71,6 +71,8 @@ class ChatTerminal(urwid.display.raw.Screen):
     - Bracketed paste is turned on without asking the terminal first (urwid would wait for an
       answer to a mode query that tmux 3.3 never gives), and a paste — marked, or keys that came
       together with a newline inside (ui.paste) — reaches the layout as one `Paste` key.
+    - Keys typed before the start (right after `iota` was launched, while it was loading) are
+      read before urwid takes the terminal, which would flush them, and handed to it first.
 
     Ctrl+Z stays the suspend character. Every setting is undone by urwid's own stop, which puts
     back the terminal attributes it saved before this start.
@@ -81,10 +83,15 @@ class ChatTerminal(urwid.display.raw.Screen):
         super().__init__(*args, **kwargs)
         self._gatherer = InputGatherer()
         self._gather_alarm = None
+        self._typed_ahead = b""  # read at the start, before urwid took the terminal
 
     def _start(self, *args: object, **kwargs: object) -> None:
-        super()._start(*args, **kwargs)
         fd = self._input_fileno()
+        # urwid's start switches the terminal to cbreak mode the way `tty.setcbreak` does by
+        # default, flushing what was typed and not yet read: the keys typed since `iota` was
+        # launched. They are read first, and handed to urwid once it reads keys (hook_event_loop).
+        self._typed_ahead = take_typed_ahead(fd) if fd is not None and os.isatty(fd) else b""
+        super()._start(*args, **kwargs)
         if fd is not None and os.isatty(fd):
             attributes = termios.tcgetattr(fd)
             attributes[0] &= ~(termios.ICRNL | termios.IXON)
@@ -96,6 +103,13 @@ class ChatTerminal(urwid.display.raw.Screen):
     def _stop(self) -> None:
         self.write(RESET_MODIFIED_KEYS)
         super()._stop()
+
+    def hook_event_loop(self, event_loop, callback) -> None:
+        """urwid's own, then the keys typed before the start, as if they had just been read."""
+        super().hook_event_loop(event_loop, callback)
+        typed, self._typed_ahead = self._typed_ahead, b""
+        if typed:
+            event_loop.alarm(0, lambda: self.parse_input(event_loop, callback, list(typed)))
 
     def _mouse_tracking(self, enable: bool) -> None:
         """urwid's own, with the modes above instead of urwid's (which add 1002)."""
@@ -139,6 +153,26 @@ class ChatTerminal(urwid.display.raw.Screen):
         for code in codes:
             keys.extend(CTRL_J_REPORT if code == LINE_FEED else (code,))
         return keys
+
+
+def take_typed_ahead(fd: int) -> bytes:
+    """What has been typed on the terminal `fd` and not read yet, read without waiting.
+
+    Until a program takes the terminal, its driver keeps typed keys in a line being edited, which
+    no read returns before Enter; in cbreak mode they are readable at once. So the terminal is set
+    to cbreak without echo for the read (TCSANOW: nothing is flushed), then put back as it was."""
+    before = termios.tcgetattr(fd)
+    reading = termios.tcgetattr(fd)
+    reading[3] &= ~(termios.ICANON | termios.ECHO)
+    reading[6][termios.VMIN], reading[6][termios.VTIME] = 0, 0  # a read returns what there is
+    termios.tcsetattr(fd, termios.TCSANOW, reading)
+    try:
+        typed = b""
+        while piece := os.read(fd, 4096):
+            typed += piece
+        return typed
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, before)
 
 
 class ChatApp:
