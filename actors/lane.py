@@ -189,17 +189,17 @@ class Lane:
                 self._job_scope = outer
 
     def request_overhead(self) -> int:
-        """What every request carries beyond the conversation, counted: the system prompt and the
-        tools' definitions. The meter counts it from the first screen, before a reply measures it.
-        Blocking (the first count loads the token encoding)."""
+        """What every request carries beyond the conversation, estimated: the system prompt and
+        the tools' definitions. The meter counts it from the first screen, before a reply measures
+        it. Blocking (the system prompt reads the project's files)."""
         texts = [self.setup.system_prompt()]
         texts += [spec.name + spec.description + json.dumps(spec.parameters) for spec in self.toolbox.specs()]
-        return sum(tokens.count_each(texts))
+        return tokens.estimate(texts)
 
     async def _count_overhead(self) -> None:
-        """A meter that is a local count gets the overhead as soon as it is counted (in a worker
-        thread: the encoding may still be loading, and keys must echo meanwhile); jobs run in
-        the meantime, and a reply's own figure, if one comes first, makes it moot."""
+        """A meter that is a local count gets the overhead as soon as it is estimated (in a worker
+        thread, so that keys echo meanwhile); jobs run in the meantime, and a reply's own figure,
+        if one comes first, makes it moot."""
         if self.meter.measured:
             return
         overhead = await trio.to_thread.run_sync(self.request_overhead, abandon_on_cancel=True)

@@ -9,7 +9,7 @@ upkeep answers with one `remember candidates` call, then a closing line, as a mo
 something to note would (the worst usual case: two calls a run).
 
 The fake model's own usage figures are scripted, so tokens are counted here, locally, with the
-o200k_base encoding iota's meter uses (iota.tokens): each request's system prompt, messages and
+estimate iota's meter uses (iota.tokens): each request's system prompt, messages and
 tool definitions as sent, and each reply's text and tool calls. The conversation's own requests
 are counted the same way, to put the upkeep's share in proportion.
 
@@ -77,12 +77,12 @@ def request_tokens(body: dict) -> int:
     texts += [json.dumps(message.get("tool_calls"), ensure_ascii=False) for message in body["messages"]
               if message.get("tool_calls")]
     texts.append(json.dumps(body.get("tools") or [], ensure_ascii=False))
-    return sum(tokens.count_each(texts))
+    return tokens.estimate(texts)
 
 
 def reply_tokens(reply: dict) -> int:
     calls = [{"name": call.name, "arguments": call.arguments} for call in reply.get("tool_calls", [])]
-    return sum(tokens.count_each([reply.get("text", ""), json.dumps(calls, ensure_ascii=False) if calls else ""]))
+    return tokens.estimate([reply.get("text", ""), json.dumps(calls, ensure_ascii=False) if calls else ""])
 
 
 async def drive(parts, turns: int, remember_every: int) -> None:

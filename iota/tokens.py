@@ -1,68 +1,28 @@
-"""The local token count: how many tokens a text is, counted on this machine.
+"""The local token estimate: how many tokens some text will be, guessed on this machine.
 
-iota counts with o200k_base, the encoding of OpenAI's current models (GPT-4o, GPT-4.1, GPT-5,
-the o-series), as the Rust iota does. For those models the count is the provider's own; for
-Claude and Gemini it is an estimate (their tokenizers do not ship with any package), which the
-meter replaces with the provider's own figure after every response.
+A provider counts a request with its own tokenizer and says how many tokens it was in each
+response's usage; between two responses the meter (iota.compaction.meter) needs a figure for
+what was added since, and before the first response one for the system prompt and the tools'
+definitions. iota estimates it as the Rust iota does when it has no tokenizer: a token per 4
+bytes of UTF-8, each text rounded up. The meter shows such a figure behind `≈`, and the next
+response's usage replaces it.
 
-The encoding comes from toktok-rs, which compiles it into its extension module: nothing is
-downloaded, ever (tiktoken itself fetches its encodings from the network on first use). Its
-counts are tiktoken's, token for token; the tests check them against reference counts made with
-tiktoken once (tests/iota/make_token_references.py).
-
-Loading the encoding takes about a third of a second and some 60 MB, so importing this module
-loads nothing: the first count does, or `preload`, which the chat runs in a worker thread behind
-its first screen. A lock makes the two share one load.
+Against OpenAI's own o200k_base counts of the reference texts (tests/iota/token_references.json,
+made with tiktoken) the estimate is 0.6× to 1.3× the count: English prose 1.26×, code about
+0.9×, JSON and Markdown tables about 0.6×. An exact o200k_base count (toktok-rs) was tried and
+dropped: its tables took 63 MB of every chat's memory and a third of a second in which no other
+thread ran, for a figure that is the provider's own only for OpenAI's models, and an estimate
+too for every other provider.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Callable, Sequence
+from collections.abc import Iterable
 
-ENCODING = "o200k_base"
-
-_load_lock = threading.Lock()
-_count_batch: Callable[[list[str]], list[int]] | None = None
+BYTES_PER_TOKEN = 4
 
 
-def preload() -> None:
-    """Load the encoding now (blocks for the load: meant for `trio.to_thread.run_sync`)."""
-    _counter()
-
-
-def count(text: str) -> int:
-    """The tokens in `text`."""
-    return count_each([text])[0]
-
-
-def count_each(texts: Sequence[str]) -> list[int]:
-    """The tokens in each of `texts`, counted in one batch (a call per text costs far more)."""
-    if not any(texts):  # nothing to count: no reason to load the encoding
-        return [0] * len(texts)
-    batch = list(texts)
-    counter = _counter()
-    try:
-        return counter(batch)
-    except UnicodeEncodeError:
-        # A lone surrogate (from a tool's undecodable output) cannot cross into the extension:
-        # count each one as the replacement characters a UTF-8 decoder would make of it.
-        return counter([text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for text in batch])
-
-
-def _counter() -> Callable[[list[str]], list[int]]:
-    global _count_batch
-    if _count_batch is None:
-        with _load_lock:
-            if _count_batch is None:
-                import toktok
-
-                def count_batch(texts: list[str]) -> list[int]:
-                    # One thread: the batches here are small, and the machine's cores are the
-                    # chat's and its tools'. Special tokens (`<|endoftext|>`) count as the text
-                    # they are, as a provider counts text a user or a tool wrote.
-                    return toktok.batch_count(texts, ENCODING, threads=1)
-
-                count_batch([""])  # the load itself
-                _count_batch = count_batch
-    return _count_batch
+def estimate(texts: Iterable[str]) -> int:
+    """The tokens in `texts` together, at a token per 4 bytes of UTF-8 each (rounded up). A lone
+    surrogate (from a tool's undecodable output) counts as the 3 bytes it would take."""
+    return sum(-(-len(text.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN) for text in texts)

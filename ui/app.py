@@ -168,8 +168,9 @@ def take_typed_ahead(fd: int) -> bytes:
     termios.tcsetattr(fd, termios.TCSANOW, reading)
     try:
         typed = b""
-        while piece := os.read(fd, 4096):
-            typed += piece
+        with suppress(BlockingIOError):  # how a non-blocking descriptor says there is no more
+            while piece := os.read(fd, 4096):
+                typed += piece
         return typed
     finally:
         termios.tcsetattr(fd, termios.TCSANOW, before)

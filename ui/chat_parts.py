@@ -306,11 +306,10 @@ def _loaded(setup: ChatSetup) -> tuple[str, ...]:
 
 
 def _background(setup: ChatSetup) -> list:
-    """Blocking work for behind the first screen: the token encoding and the Markdown parser the
-    first reply needs, and the provider's signing library."""
-    from iota import tokens
+    """Blocking work for behind the first screen: the Markdown parser the first reply needs, and
+    the provider's signing library."""
     from iota.providers import preloader
     from ui.widgets import markdown
 
     work = preloader(setup.model.provider.type)
-    return [tokens.preload, markdown.preload, *([work] if work is not None else [])]
+    return [markdown.preload, *([work] if work is not None else [])]

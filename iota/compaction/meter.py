@@ -16,11 +16,10 @@ that reads a big file sail past the window; counting what was added since is wha
 
 The local count
 ---------------
-Text is counted with the o200k_base encoding, as the Rust iota counts it (see `iota.tokens`:
-OpenAI's own count, and the closest one offline for the other providers): the content, the
-reasoning, each tool call's name and each argument's key and value, plus 4 tokens of framing per
-message. It is an estimate all the same — the framing and the tool definitions are guesses —
-compared against thresholds and shown behind `≈`, never billed.
+Text is estimated at a token per 4 bytes (see `iota.tokens`, the Rust iota's estimate when it has
+no tokenizer): the content, the reasoning, each tool call's name and each argument's key and
+value, plus 4 tokens of framing per message. It is compared against thresholds and shown behind
+`≈`, never billed, and the next response's usage replaces it.
 
 Thresholds
 ----------
@@ -99,7 +98,7 @@ def estimate_messages(messages: Iterable[Message]) -> int:
             texts.append(call.name)
             for key, value in call.arguments.items():
                 texts += (key, go_value(value))
-    return framing + sum(tokens.count_each([text for text in texts if text]))
+    return framing + tokens.estimate(texts)
 
 
 def go_value(value: Any) -> str:

@@ -92,18 +92,18 @@ def test_a_snooze_raises_the_threshold_to_5_percent_of_the_window_above_where_it
 
 
 def words(n: int) -> str:
-    """`n` tokens of o200k_base: "word word …" (bytes/4 would make it 1.25 n)."""
-    return " ".join(["word"] * n)
+    """`n` tokens of the local estimate: "wordword…" (4 bytes a token)."""
+    return "word" * n
 
 
-def test_the_local_count_is_the_o200k_count_of_each_piece_plus_4_per_message():
+def test_the_local_count_is_a_token_per_4_bytes_of_each_piece_plus_4_per_message():
     assert estimate_messages([user(words(40))]) == 40 + 4
-    assert estimate_messages([user("你好世界")]) == 2 + 4
+    assert estimate_messages([user("你好世界")]) == 3 + 4  # 12 bytes of UTF-8
     reasoning = Message("assistant", "x" * 8, reasoning="y" * 12)
-    assert estimate_messages([reasoning]) == 1 + 3 + 4
+    assert estimate_messages([reasoning]) == 2 + 3 + 4
     call = assistant(calls=[ToolCall("c1", "read_file", {"path": "src/app/main.py", "limit": 1000})])
-    # "read_file" → 2; "path" → 1, "src/app/main.py" → 4; "limit" → 1, "1000" → 2
-    assert estimate_messages([call]) == 4 + 2 + 1 + 4 + 1 + 2
+    # each piece rounded up: "read_file" → 3; "path" → 1, "src/app/main.py" → 4; "limit" → 2, "1000" → 1
+    assert estimate_messages([call]) == 4 + 3 + 1 + 4 + 2 + 1
     assert estimate_messages([]) == 0
 
 
