@@ -4,8 +4,9 @@ The first screen is drawn before anything heavy is imported: the card shows what
 directory), and the config, the session and the chat's modules load in a worker thread behind
 it (asking first whether to trust a project's `.iota.yaml` that wants risky things); then the
 card is redrawn with the mode and the session, and the chat runs under the supervisor on the
-app's channels. The slowest part — the Anthropic SDK — loads behind that again, while the
-person types.
+app's channels. What the first reply needs (the Markdown parser; for Bedrock and Vertex the
+signing library) loads behind that again, while the person types. Keys typed before the first
+screen are kept (ui.app.ChatTerminal).
 """
 
 from __future__ import annotations
