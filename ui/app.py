@@ -198,6 +198,11 @@ class ChatApp:
                                  on_answer=self._send_answer)
         self._card: Card | None = None  # the last card shown: which conversation this is
 
+    @property
+    def shown(self) -> bool:
+        """Whether the app's screen came up (urwid took the terminal over, and gave it back)."""
+        return self._main_loop is not None
+
     def _send_input(self, message: object) -> None:
         self._outbox_send.send_nowait((None, message))
 
