@@ -5,14 +5,15 @@ instead of the terminal app: it sends a message, waits until the chat is idle ag
 and any memory flush and compaction after it), and sends the next. Every 100th turn reports a
 context past the bot's threshold, so the bot flushes and compacts. The harness time of a turn is
 its wall time less the time spent inside the provider (the model's share); it should stay flat
-as the log grows. At the end it times opening the bot again (reading the session view).
+as the log grows: it prints min / median / max over the first, middle and last 100 turns, and the
+last over the first. At the end it times opening the bot again (reading the session view). The
+turns are one conversation in order, so there are no cases to interleave.
 
     .venv/bin/python benchmarks/bench_bot_turns.py [turns]
 """
 
 from __future__ import annotations
 
-import math
 import os
 import statistics
 import sys
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.events import Leave, Status, Submit, TurnEnded  # noqa: E402
 from actors.supervisor import run_chat  # noqa: E402
+from benchmarks.figures import SPREAD_HEADER, parser, ratio, spread  # noqa: E402
 from iota.config import settings as config  # noqa: E402
 from tests.support.fake_model import FakeModel  # noqa: E402
 from ui.cli import build_parser  # noqa: E402
@@ -83,7 +85,9 @@ async def drive(parts, timed: TimedProvider, turns: int, harness: list[float]):
 
 
 def main() -> None:
-    turns = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    options = parser(__doc__)
+    options.add_argument("turns", nargs="?", type=int, default=2000, help="turns of the conversation (default 2000)")
+    turns = options.parse_args().turns
     with tempfile.TemporaryDirectory() as home, FakeModel() as model:
         os.environ["HOME"] = home
         project = Path(home, "project")
@@ -108,20 +112,21 @@ def main() -> None:
         compactions = log.read_text().count('"role":"compaction"')
         print(f"{turns} turns in {total:.1f} s, {compactions} compactions, log {log.stat().st_size / 1e6:.1f} MB, "
               f"{sum(1 for _ in log.open())} records")
-        print(f"{'turns':>13} {'harness ms/turn (median)':>26} {'p90':>8}")
-        for first in sorted({0, turns // 2 - 50, turns - 100}):
-            window = sorted(harness[first:first + 100])
-            if window:
-                print(f"{first + 1:>6}-{first + len(window):<6} {statistics.median(window) * 1000:>26.1f} "
-                      f"{window[math.floor(len(window) * 0.9)] * 1000:>8.1f}")
+        print(f"\nharness ms a turn\n{'turns':>13} {SPREAD_HEADER}")
+        starts = sorted({0, max(turns // 2 - 50, 0), max(turns - 100, 0)})
+        for first in starts:
+            window = harness[first:first + 100]
+            print(f"{first + 1:>6}-{first + len(window):<6} {spread(window, 1e3, 1)}")
+        print(ratio("the last 100 turns over the first 100, median", statistics.median(harness[starts[-1]:]),
+                    statistics.median(harness[:100])))
         opens = []
         for _ in range(5):
             start = time.perf_counter()
             with ExitStack() as cleanup:
                 open_chat(args, config.load(project), cleanup)
             opens.append(time.perf_counter() - start)
-        print(f"opening the bot again (config, lock, session view, memory): "
-              f"{statistics.median(opens) * 1000:.1f} ms median")
+        print(f"\nopening the bot again (config, lock, session view, memory), 5 times, ms\n{'':13} {SPREAD_HEADER}\n"
+              f"{'':13} {spread(opens, 1e3, 1)}")
         model.assert_no_unexpected()
 
 

@@ -1,98 +1,111 @@
 """Whole-process time and peak memory of one headless `iota run <agent> -m` turn, per provider.
 
-Runs the real `iota` command against the project's fake model server with an OpenAI-compatible
-model and with an Anthropic model, beside `python -c pass` (the interpreter's own floor), the
-cases taking turns run by run (interleaved). Prints min / median / max of the wall time, the
-peak RSS, and the ratio of Anthropic to OpenAI-compatible.
+Runs the real `iota` command against the project's fake model server (tests/support/fake_model.py,
+on 127.0.0.1) with an OpenAI-compatible model and with an Anthropic model, beside `python -c pass`
+(the interpreter's own floor), the cases taking turns run by run (interleaved). Prints min /
+median / max of the wall time and of the peak RSS, then the ratios issue 21 sets goals for:
+Anthropic over OpenAI-compatible, and each over the peers.
 
-Peak memory is the maximum resident set size of the measured process alone. It is read with
-`getrusage(RUSAGE_CHILDREN)` in a small fresh Python that starts the process and waits for it:
-Linux counts into a process's peak the peak of the address space it replaced at `exec`, which
-for a child of this script (holding the fake server) is this script's own size — 30 MiB for
-`python -c pass`, when the truth is about 10.
+Peers: Codex and Claude Code are not needed. By default iota is compared with the figures issue 21
+measured on the same kind of 2-core machine against the same fake (Codex native `codex exec`:
+0.54 s and 148 MiB; `claude -p`: 1.12 s and 300 MiB). To measure a peer here instead, give its
+command with --peer NAME=COMMAND (repeatable); `{openai_url}` and `{anthropic_url}` in COMMAND
+are replaced by the fake server's addresses, and the peer runs with this environment (its own
+login), interleaved with the other cases. For example:
 
-    .venv/bin/python benchmarks/bench_headless.py [--runs N]
+    --peer 'claude -p=env ANTHROPIC_BASE_URL={anthropic_url} claude -p hi'
+
+Peak memory is the maximum resident set size of the measured process alone (of its largest
+process, for a command that starts others): `getrusage(RUSAGE_CHILDREN)` read by a fresh small
+Python that starts the command and waits for it (see benchmarks/figures.py for why a fresh one).
+
+    .venv/bin/python benchmarks/bench_headless.py [--runs N] [--peer NAME=COMMAND]
 """
 
 from __future__ import annotations
 
-import argparse
-import os
+import shlex
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.figures import (SPREAD_HEADER, environment_without_keys, interleaved, iota_command,  # noqa: E402
+                                parser, ratio, run_measured, spread)
 from tests.support.fake_model import FakeModel  # noqa: E402
 
-IOTA = str(Path(sys.executable).with_name("iota"))
-
-# Run by a fresh `python -S` (about 8 MiB, below any Python process it measures): start the
-# command with its output discarded, wait, print the wall seconds and the peak RSS in KiB.
-MEASURE = """\
-import os, resource, sys, time
-start = time.perf_counter()
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
-                     file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
-status = os.waitpid(pid, 0)[1]
-print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, os.waitstatus_to_exitcode(status))
-"""
+OPENAI, ANTHROPIC = "iota run (openai) -m", "iota run (anthropic) -m"
+# Issue 21's side-by-side run (9 interleaved rounds, the same fake): median seconds, peak MiB, the goal.
+RECORDED_PEERS = {"Codex native (codex exec)": (0.54, 148, "≤ 1.0x"), "claude -p": (1.12, 300, "≤ 0.5x")}
+PEAK_GOAL_MIB = 50
 
 
-def measure(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
-    """Wall time in seconds and peak RSS in MiB of one run of `argv`."""
-    done = subprocess.run([sys.executable, "-S", "-c", MEASURE, *argv], env=env, cwd=cwd, capture_output=True, text=True)
-    seconds, peak_kib, code = done.stdout.split()
-    if done.returncode != 0 or code != "0":
-        raise SystemExit(f"{argv} failed: {done.stderr}")
-    return float(seconds), int(peak_kib) / 1024
-
-
-def spread(values: list[float], unit: str) -> str:
-    return f"{min(values):7.3f} {statistics.median(values):7.3f} {max(values):7.3f} {unit}"
+def peer_case(option: str, model: FakeModel) -> tuple[str, list[str]]:
+    """NAME=COMMAND from --peer, as (name, argv) with the fake's addresses put in."""
+    name, _, command = option.partition("=")
+    if not name or not command:
+        raise SystemExit(f"--peer wants NAME=COMMAND, not {option!r}")
+    argv = shlex.split(command.replace("{openai_url}", model.openai_url).replace("{anthropic_url}", model.url))
+    program = shutil.which(argv[0])
+    if program is None:
+        raise SystemExit(f"--peer {name}: {argv[0]} is not on PATH")
+    return name, [program, *argv[1:]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="See the module docstring for how peak memory is measured.")
-    parser.add_argument("--runs", type=int, default=9, help="runs per case (default 9)")
-    runs = parser.parse_args().runs
+    options = parser(__doc__)
+    options.add_argument("--runs", type=int, default=9, help="runs per case (default 9)")
+    options.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
+                         help="also measure this command, interleaved (see above)")
+    args = options.parse_args()
+    iota = iota_command()
     with tempfile.TemporaryDirectory() as home, FakeModel() as model:
+        model.respond_with(lambda body: {"text": "Hello."})
         Path(home, ".iota.yaml").write_text(
             "providers:\n"
             f"  oa: {{type: openai, url: '{model.openai_url}', key: k}}\n"
             f"  an: {{type: anthropic, url: '{model.url}', key: k}}\n"
             "models:\n  gpt: oa:fake-gpt\n  claude: an:fake-claude\n"
             "agents:\n  gpt: {model: gpt}\n  claude: {model: claude}\n")
-        env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
-        env["HOME"] = home
-        cases = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "iota run (openai) -m": [IOTA, "run", "gpt", "-m", "hi"],
-            "iota run (anthropic) -m": [IOTA, "run", "claude", "-m", "hi"],
-        }
+        iota_env = environment_without_keys(home)
+        cases = {"python -c pass": ([sys.executable, "-c", "pass"], iota_env),
+                 OPENAI: ([iota, "run", "gpt", "-m", "hi"], iota_env),
+                 ANTHROPIC: ([iota, "run", "claude", "-m", "hi"], iota_env)}
+        peers = dict(peer_case(option, model) for option in args.peer)
+        cases.update({name: (argv, None) for name, argv in peers.items()})
         times: dict[str, list[float]] = {name: [] for name in cases}
         peaks: dict[str, list[float]] = {name: [] for name in cases}
-        for run in range(runs):
-            names = list(cases)[run % len(cases):] + list(cases)[: run % len(cases)]
-            for name in names:
-                if cases[name][0] == IOTA:
-                    model.reply("Hello.")
-                elapsed, peak = measure(cases[name], env, home)
-                times[name].append(elapsed)
-                peaks[name].append(peak)
-                model.clear_requests()
+        for _, name in interleaved(list(cases), args.runs):
+            argv, env = cases[name]
+            elapsed, peak = run_measured(argv, env, home)
+            times[name].append(elapsed)
+            peaks[name].append(peak)
+            model.clear_requests()
+        model.assert_no_unexpected()
 
-    print(f"{runs} interleaved runs; min / median / max")
-    print(f"{'case':26} {'wall time':>27}   {'peak RSS':>28}")
+    print(f"{args.runs} interleaved runs")
+    print(f"{'case':28} {'wall time, s':^29}   {'peak RSS, MiB':^29}")
+    print(f"{'':28} {SPREAD_HEADER}   {SPREAD_HEADER}")
     for name in cases:
-        print(f"{name:26} {spread(times[name], 's')}   {spread(peaks[name], 'MiB')}")
-    anthropic, openai = "iota run (anthropic) -m", "iota run (openai) -m"
-    print(f"\nanthropic over openai-compatible, median wall time: "
-          f"{statistics.median(times[anthropic]) / statistics.median(times[openai]):.2f}x")
+        print(f"{name:28} {spread(times[name])}   {spread(peaks[name], digits=1)}")
+
+    seconds = {name: statistics.median(values) for name, values in times.items()}
+    mib = {name: statistics.median(values) for name, values in peaks.items()}
+    print("\nratios of the medians")
+    print(ratio("anthropic over openai-compatible, wall time", seconds[ANTHROPIC], seconds[OPENAI], "≤ 1.1x"))
+    compared = dict(RECORDED_PEERS)
+    compared.update({name: (seconds[name], mib[name], "") for name in peers})
+    for peer, (peer_seconds, peer_mib, goal) in compared.items():
+        where = "measured here" if peer in peers else "issue 21's figure"
+        print(f"  over {peer} ({peer_seconds:.2f} s, {peer_mib:.0f} MiB; {where}):")
+        for case in (OPENAI, ANTHROPIC):
+            print(ratio(f"  {case}, wall time", seconds[case], peer_seconds, goal))
+            print(ratio(f"  {case}, peak memory", mib[case], peer_mib))
+    for case in (OPENAI, ANTHROPIC):
+        print(f"  {case} peak memory: {mib[case]:.1f} MiB   (goal ≤ {PEAK_GOAL_MIB} MiB)")
 
 
 if __name__ == "__main__":

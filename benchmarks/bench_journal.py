@@ -22,11 +22,9 @@ Figures are min / median / max in milliseconds.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 
+from benchmarks.figures import SPREAD_HEADER, parser, spread  # noqa: E402
 from iota.bots.history import search_history  # noqa: E402
 from iota.bots.journal import JOURNAL_NAME, Journal, bot_sources  # noqa: E402
 from iota.messages import (ASSISTANT, COMPACTION, TOOL, TOOL_STARTED, TURN_END, USER, Message,  # noqa: E402
@@ -108,18 +107,13 @@ async def timed_async(work) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def spread(figures: list[float]) -> str:
-    return f"{min(figures):8.1f} {statistics.median(figures):8.1f} {max(figures):8.1f}"
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=100_000, help="records in the history (default 100000)")
-    parser.add_argument("--rounds", type=int, default=30, help="rounds of the interleaved measures (default 30)")
-    parser.add_argument("--rebuilds", type=int, default=1, help="times the index is rebuilt (default 1)")
-    parser.add_argument("--seed", type=int, default=7, help="the history's random seed")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--records", type=int, default=100_000, help="records in the history (default 100000)")
+    options.add_argument("--rounds", type=int, default=30, help="rounds of the interleaved measures (default 30)")
+    options.add_argument("--rebuilds", type=int, default=1, help="times the index is rebuilt (default 1)")
+    options.add_argument("--seed", type=int, default=7, help="the history's random seed")
+    args = options.parse_args(argv)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as home:
         os.environ["HOME"] = home
@@ -175,9 +169,9 @@ def main(argv: list[str] | None = None) -> None:
                 figures["per-turn journal cost (catch-up)"].append(timed(journal.catch_up))
 
         trio.run(measure)
-        print(f"\n{'(ms, ' + str(args.rounds) + ' rounds, interleaved)':<40} {'min':>8} {'median':>8} {'max':>8}")
+        print(f"\n{'(ms, ' + str(args.rounds) + ' rounds, interleaved)':<40} {SPREAD_HEADER}")
         for name, values in figures.items():
-            print(f"{name:<40} {spread(values)}")
+            print(f"{name:<40} {spread(values, digits=1)}")
         journal.close()
         session.close()
 

@@ -22,7 +22,6 @@ OpenAI-compatible.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.figures import SPREAD_HEADER, interleaved, parser, ratio, spread  # noqa: E402
 from iota.messages import Message, ToolCall  # noqa: E402
 from iota.providers import Request, make_provider  # noqa: E402
 from tests.support.fake_model import FakeModel  # noqa: E402
@@ -72,7 +72,7 @@ class Case:
 
     @property
     def name(self) -> str:
-        return f"{self.kind} {self.size:>6} messages"
+        return f"{self.kind:9} {self.size:>6} messages"
 
     async def send(self, model: FakeModel, record: bool) -> None:
         # The conversation grows at its end, as a chat's does; its length stays about `size`.
@@ -90,44 +90,40 @@ class Case:
             self.wall.append(wall)
 
 
-def spread(values: list[float]) -> str:
-    return f"{min(values) * 1e3:8.2f} {statistics.median(values) * 1e3:8.2f} {max(values) * 1e3:8.2f}"
-
-
 async def run(rounds: int, sizes: list[int]) -> None:
     with FakeModel() as model:
         cases = [Case(kind, size, model) for kind in PROVIDERS for size in sizes]
         for case in cases:  # the first request converts the whole conversation: not the steady state
             await case.send(model, record=False)
-        for round_ in range(rounds):
-            shift = round_ % len(cases)
-            for case in cases[shift:] + cases[:shift]:
-                await case.send(model, record=True)
+        for _, case in interleaved(cases, rounds):
+            await case.send(model, record=True)
         for case in cases:
             await case.provider.aclose()
 
-    print(f"per-request cost, {rounds} interleaved rounds; ms as min / median / max")
-    print(f"{'case':28} {'harness CPU ms':>26}   {'wall ms':>26}   {'body':>9}")
+    print(f"per-request cost, {rounds} interleaved rounds")
+    print(f"{'case':28} {'harness CPU, ms':^29}   {'wall, ms':^29}   {'body':>9}")
+    print(f"{'':28} {SPREAD_HEADER}   {SPREAD_HEADER}")
     for case in cases:
-        print(f"{case.name:28} {spread(case.harness)}   {spread(case.wall)}   {case.body_bytes / 1e6:7.2f}MB")
+        print(f"{case.name:28} {spread(case.harness, 1e3, 2)}   {spread(case.wall, 1e3, 2)}   "
+              f"{case.body_bytes / 1e6:7.2f}MB")
     median = {(case.kind, case.size): statistics.median(case.harness) for case in cases}
     wall = {(case.kind, case.size): statistics.median(case.wall) for case in cases}
     shortest, longest = min(sizes), max(sizes)
-    print("\nratios of the medians (harness CPU; wall in brackets):")
+    print("\nratios of the medians")
     for kind in PROVIDERS:
-        print(f"  {kind:10} {longest} over {shortest} messages: {median[kind, longest] / median[kind, shortest]:5.2f}x"
-              f"  ({wall[kind, longest] / wall[kind, shortest]:.2f}x)")
+        print(ratio(f"{kind}, {longest} over {shortest} messages, harness CPU", median[kind, longest],
+                    median[kind, shortest], "≤ 5x at 10000 over 40"))
+        print(ratio(f"{kind}, {longest} over {shortest} messages, wall", wall[kind, longest], wall[kind, shortest]))
     for size in sizes:
-        print(f"  anthropic over openai at {size:>6} messages: {median['anthropic', size] / median['openai', size]:5.2f}x"
-              f"  ({wall['anthropic', size] / wall['openai', size]:.2f}x)")
+        print(ratio(f"anthropic over openai at {size} messages, harness CPU", median["anthropic", size],
+                    median["openai", size]))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="See the module docstring for "
-                                     "what is measured.", formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=15, help="requests per case (default 15)")
-    parser.add_argument("--sizes", default="40,1000,10000", help="history lengths, comma-separated (default 40,1000,10000)")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=15, help="requests per case (default 15)")
+    options.add_argument("--sizes", default="40,1000,10000", help="history lengths, comma-separated (default 40,1000,10000)")
+    args = options.parse_args()
     trio.run(run, args.rounds, [int(size) for size in args.sizes.split(",")])
 
 

@@ -1,8 +1,8 @@
 """How long it takes to open a session and load its live view, by log length.
 
-    python benchmarks/bench_session_open.py [--runs N]
+    .venv/bin/python benchmarks/bench_session_open.py [--runs N] [--sizes 100,10000,100000]
 
-For logs of 100, 10,000 and 100,000 records it times `Session.open` (lock, torn-tail check,
+For logs of 100, 10,000 and 100,000 records (--sizes) it times `Session.open` (lock, torn-tail check,
 view load, repair) and `close`, as `iota resume` and a bot's start do:
 
     plain          never compacted: the whole log is the view
@@ -15,14 +15,15 @@ view load, repair) and `close`, as `iota resume` and a bot's start do:
     compacted, unfinished   the same, after the compacted log
 
 Every record is written with a turn id, as the chat writes them. An open that repairs changes the
-bundle, so each timed open of an unfinished log opens a fresh copy (the copy is not timed).
+bundle, so each timed open of an unfinished log opens a fresh copy (the copy is not timed). The
+five cases of a log length take turns run by run (interleaved); min / median / max are printed,
+then how much longer the longest log takes to open than the shortest (a compacted log should not).
 
 Runs with HOME pointed at a temporary directory that is deleted afterwards.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import SPREAD_HEADER, interleaved, parser, ratio, spread  # noqa: E402
 from iota.messages import PARTIAL, TOOL_STARTED, TURN_END, Message, ToolCall, Usage  # noqa: E402
 from iota.paths import sessions_dir  # noqa: E402
 from iota.sessions.bundle import Session, new_turn_id  # noqa: E402
@@ -108,50 +110,59 @@ def without_checkpoint(bundle: Path) -> Path:
     return copy
 
 
-def time_open(bundle: Path, runs: int, fresh: bool = False) -> tuple[float, int]:
-    """Median seconds to open and close the session, and the length of the view it loaded;
-    `fresh`: each open gets an untouched copy of the bundle (the open repairs it)."""
-    timings = []
-    for _ in range(runs):
-        opened = bundle
-        if fresh:
-            opened = bundle.with_name(bundle.name[:-1] + "c")
-            shutil.rmtree(opened, ignore_errors=True)
-            shutil.copytree(bundle, opened)
-            os.sync()  # the copy's pages are not left for the timed open's fsync to write
-        started = time.perf_counter()
-        session = Session.open(opened)
-        timings.append(time.perf_counter() - started)
-        loaded = len(session.view.messages)
-        session.close()
-        assert not fresh or session.view.closing, "the unfinished turn was not closed"
-    return statistics.median(timings), loaded
+def time_open(bundle: Path, fresh: bool) -> tuple[float, int]:
+    """Seconds to open the session, and the length of the view it loaded; `fresh`: the open gets
+    an untouched copy of the bundle (the open repairs it), whose making is not timed."""
+    opened = bundle
+    if fresh:
+        opened = bundle.with_name(bundle.name[:-1] + "c")
+        shutil.rmtree(opened, ignore_errors=True)
+        shutil.copytree(bundle, opened)
+        os.sync()  # the copy's pages are not left for the timed open's fsync to write
+    started = time.perf_counter()
+    session = Session.open(opened)
+    seconds = time.perf_counter() - started
+    loaded = len(session.view.messages)
+    session.close()
+    assert not fresh or session.view.closing, "the unfinished turn was not closed"
+    return seconds, loaded
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7, help="timed opens per log (the median is shown)")
-    runs = parser.parse_args().runs
+    options = parser(__doc__)
+    options.add_argument("--runs", type=int, default=7, help="timed opens per log (default 7)")
+    options.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                         help=f"log lengths in records, comma-separated (default {','.join(map(str, SIZES))})")
+    args = options.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
 
     home = tempfile.mkdtemp(prefix="iota-bench-")
     os.environ["HOME"] = home
     try:
-        print(f"Session.open + close, median of {runs} runs\n")
-        columns = ("plain", "compacted", "no checkpoint", "unfinished", "compacted, unfinished")
-        print(f"{'records':>8}  {'log size':>9}  " + "  ".join(f"{name:>22}" for name in columns))
-        for records in SIZES:
-            plain = build(records, compacted=False)
+        print(f"Session.open + close, {args.runs} interleaved runs, ms\n")
+        print(f"{'records':>8}  {'log size':>9}  {'case':22} {SPREAD_HEADER}  view")
+        medians: dict[tuple[str, int], float] = {}
+        for records in sizes:
             compacted = build(records, compacted=True)
-            cells = []
-            for bundle in (plain, compacted, without_checkpoint(compacted)):
-                seconds, loaded = time_open(bundle, runs)
-                cells.append(f"{seconds * 1000:.2f} ms ({loaded})")
-            for compact in (False, True):
-                seconds, loaded = time_open(build(records, compacted=compact, unfinished=True), runs, fresh=True)
-                cells.append(f"{seconds * 1000:.2f} ms ({loaded})")
-            size = (plain / "messages.jsonl").stat().st_size / 1e6
-            print(f"{records:>8,}  {size:>6.1f} MB  " + "  ".join(f"{cell:>22}" for cell in cells))
-        print("\n(n) is the number of messages in the loaded view.")
+            cases = {"plain": (build(records, compacted=False), False),
+                     "compacted": (compacted, False),
+                     "no checkpoint": (without_checkpoint(compacted), False),
+                     "unfinished": (build(records, compacted=False, unfinished=True), True),
+                     "compacted, unfinished": (build(records, compacted=True, unfinished=True), True)}
+            timings: dict[str, list[float]] = {name: [] for name in cases}
+            views: dict[str, int] = {}
+            for _, name in interleaved(list(cases), args.runs):
+                seconds, views[name] = time_open(*cases[name])
+                timings[name].append(seconds)
+            size = (cases["plain"][0] / "messages.jsonl").stat().st_size / 1e6
+            for name, values in timings.items():
+                medians[name, records] = statistics.median(values)
+                print(f"{records:>8,}  {size:>6.1f} MB  {name:22} {spread(values, 1e3, 2)}  {views[name]}")
+        print("\nview: the number of messages in the loaded view")
+        if len(sizes) > 1:
+            print(f"\nratios of the medians, {max(sizes):,} over {min(sizes):,} records")
+            for name in cases:
+                print(ratio(name, medians[name, max(sizes)], medians[name, min(sizes)]))
     finally:
         shutil.rmtree(home)
 

@@ -1,6 +1,8 @@
 """Per-call cost of the `shell` tool: `true` run many times through the real ShellTool, in the
-bubblewrap sandbox and without it (under the reaper), with the min and median wall time of one
-call. The project is a git repository, so the `.git` protections are in every call.
+bubblewrap sandbox and without it (under the reaper), the two taking turns call by call
+(interleaved). Prints min / median / max of the wall time of one call, and the sandbox's cost as
+a ratio. The project is a git repository, so the `.git` protections are in every call. Where
+bubblewrap cannot run, only the unsandboxed calls are measured, and it says why.
 
     .venv/bin/python benchmarks/bench_shell_calls.py [calls]
 
@@ -21,41 +23,48 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.figures import SPREAD_HEADER, interleaved, parser, ratio, spread  # noqa: E402
 from iota.tools.jobs import open_job_table  # noqa: E402
 from iota.tools.sandbox import Sandbox, probe_sandbox  # noqa: E402
 from iota.tools.shell import ShellTool  # noqa: E402
 
 
-async def measure(root: Path, calls: int, sandboxed: bool) -> list[float]:
+async def measure(root: Path, calls: int) -> dict[str, list[float]]:
     send, _ = trio.open_memory_channel(100)
     async with open_job_table(send) as jobs:
-        sandbox = None
-        if sandboxed:
-            sandbox = await probe_sandbox(root, scratch=jobs.scratch_dir, logs=jobs.log_dir)
-            if not isinstance(sandbox, Sandbox):
-                raise SystemExit(f"no sandbox here: {sandbox.reason}")
-        shell = ShellTool(root=root, jobs=jobs, sandbox=sandbox, auto_run=True)
-        times = []
-        for _ in range(calls):
+        shells = {"unsandboxed": ShellTool(root=root, jobs=jobs, sandbox=None, auto_run=True)}
+        sandbox = await probe_sandbox(root, scratch=jobs.scratch_dir, logs=jobs.log_dir)
+        if isinstance(sandbox, Sandbox):
+            shells["sandboxed"] = ShellTool(root=root, jobs=jobs, sandbox=sandbox, auto_run=True)
+        else:
+            print(f"no sandbox here ({sandbox.reason}): the unsandboxed calls alone", file=sys.stderr)
+        times: dict[str, list[float]] = {name: [] for name in shells}
+        for _, name in interleaved(list(shells), calls):
             start = time.perf_counter()
-            result = await shell.run({"command": "true"})
-            times.append(time.perf_counter() - start)
+            result = await shells[name].run({"command": "true"})
+            times[name].append(time.perf_counter() - start)
             assert result.content == "[command produced no output]", result.content
         return times
 
 
 def main() -> None:
-    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    options = parser(__doc__)
+    options.add_argument("calls", nargs="?", type=int, default=50, help="calls of each kind (default 50)")
+    calls = options.parse_args().calls
     with tempfile.TemporaryDirectory() as home:
         os.environ["HOME"] = home
         root = Path(home) / "project"
         root.mkdir()
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-        for sandboxed in (True, False):
-            times = trio.run(measure, root, calls, sandboxed)
-            label = "sandboxed" if sandboxed else "unsandboxed"
-            print(f"{label:12} {calls} calls: min {min(times) * 1000:.1f} ms, "
-                  f"median {statistics.median(times) * 1000:.1f} ms")
+        times = trio.run(measure, root, calls)
+    print(f"{calls} interleaved calls of each kind, ms")
+    print(f"{'':12} {SPREAD_HEADER}")
+    for name, values in times.items():
+        print(f"{name:12} {spread(values, 1e3, 1)}")
+    if "sandboxed" in times:
+        print("\nratio of the medians")
+        print(ratio("sandboxed over unsandboxed", statistics.median(times["sandboxed"]),
+                    statistics.median(times["unsandboxed"])))
 
 
 if __name__ == "__main__":

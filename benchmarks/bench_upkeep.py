@@ -11,14 +11,14 @@ something to note would (the worst usual case: two calls a run).
 The fake model's own usage figures are scripted, so tokens are counted here, locally, with the
 estimate iota's meter uses (iota.tokens): each request's system prompt, messages and
 tool definitions as sent, and each reply's text and tool calls. The conversation's own requests
-are counted the same way, to put the upkeep's share in proportion.
+are counted the same way, to put the upkeep's share in proportion. These are counts, the same on
+every run, so there is nothing to repeat or interleave.
 
     .venv/bin/python benchmarks/bench_upkeep.py [turns] [--remember-every N]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.events import Leave, Status, Submit, TurnEnded  # noqa: E402
 from actors.supervisor import run_chat  # noqa: E402
+from benchmarks.figures import parser  # noqa: E402
 from iota import tokens  # noqa: E402
 from iota.config import settings as config  # noqa: E402
 from tests.support.fake_model import FakeModel, tool_call  # noqa: E402
@@ -102,10 +103,10 @@ async def drive(parts, turns: int, remember_every: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("turns", nargs="?", type=int, default=100)
-    parser.add_argument("--remember-every", type=int, default=0, help="one message in N asks to remember (0: none)")
-    options = parser.parse_args()
+    arguments = parser(__doc__)
+    arguments.add_argument("turns", nargs="?", type=int, default=100, help="turns of the conversation (default 100)")
+    arguments.add_argument("--remember-every", type=int, default=0, help="one message in N asks to remember (0: none)")
+    options = arguments.parse_args()
     with tempfile.TemporaryDirectory() as home, FakeModel() as model:
         os.environ["HOME"] = home
         project = Path(home, "project")

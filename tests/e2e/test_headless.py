@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import shutil
 
 import pytest
 
@@ -75,6 +76,8 @@ def test_refusals(iota, args, message):
 
 
 def test_agent_reads_edits_runs_a_sandboxed_command_and_loads_a_skill(iota):
+    if shutil.which("bwrap") is None:
+        pytest.skip("bwrap is not installed (Debian: apt-get install bubblewrap)")
     (iota.cwd / ".git").mkdir()
     (iota.cwd / "notes.txt").write_text("colour: red\n")
     skill = iota.cwd / ".agents" / "skills" / "release"

@@ -1,6 +1,6 @@
 """Attacks on the shell sandbox, performed for real: each test has a sandboxed command (the real
 ShellTool, the real bwrap, real files, sockets and processes) try one way out, and checks from
-outside that it failed. A machine without a working bwrap skips them. See README.md here for
+outside that it failed. A machine without bwrap installed skips them. See README.md here for
 the list of attacks and defences."""
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import trio
 from iota.tools import processes
 from iota.tools.environment import EnvironmentPolicy
 from iota.tools.jobs import open_job_table
-from iota.tools.sandbox import MAX_PROCESSES, Sandbox, probe_sandbox
+from iota.tools.sandbox import MAX_PROCESSES, probe_sandbox
 from iota.tools.shell import ShellTool
 from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)
 from tests.iota.tools.test_shell import alive, assert_none_running, running
+from tests.support.sandbox import real_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,11 +36,9 @@ REPO = Path(__file__).resolve().parents[2]
 async def real_shell(root: Path, *, sandboxed: bool = True, write: tuple[str, ...] = (), cwd: Path | None = None,
                      environment: EnvironmentPolicy = EnvironmentPolicy()):
     """The shell tool as a chat opens it: a job table, and the sandbox probed with its private
-    /tmp and the job logs. Skips the test where bwrap cannot sandbox."""
+    /tmp and the job logs. Skips the test where bwrap is not installed."""
     if sandboxed:
-        found = await probe_sandbox(root)
-        if not isinstance(found, Sandbox):
-            pytest.skip(f"no sandbox on this machine: {found.reason}")
+        await real_sandbox(root)
     send, _ = trio.open_memory_channel(100)
     async with open_job_table(send) as jobs:
         sandbox = None
@@ -402,8 +401,8 @@ CHILD = textwrap.dedent("""
 
 @pytest.mark.parametrize("sandboxed", [True, False])
 async def test_kill_9_of_iota_takes_its_commands_along(repo, sandboxed):
-    if sandboxed and not isinstance(await probe_sandbox(repo), Sandbox):
-        pytest.skip("no sandbox on this machine")
+    if sandboxed:
+        await real_sandbox(repo)
     sleeper = f"sleep 7712.{int(sandboxed)}"
     iota = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(repo), "yes" if sandboxed else "no",

@@ -42,7 +42,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-import pytest
+try:
+    import pytest
+except ImportError:  # the benchmarks drive terminals from a plain install, without the test extras
+    pytest = None
 
 POLL_SECONDS = 0.02
 SESSION = "test"
@@ -85,6 +88,10 @@ class Terminal:
         if done.returncode != 0:
             raise RuntimeError(f"tmux {' '.join(arguments)} failed: {done.stderr.strip()}")
         return done.stdout
+
+    def pane_pid(self) -> int:
+        """The process id of the shell that runs the command (the command is its child)."""
+        return int(self._tmux("display-message", "-p", "-t", PANE, "#{pane_pid}").strip())
 
     def send_keys(self, *keys: str) -> None:
         """tmux key names (`Enter`, `C-c`, `Escape`, `Up`, `M-Enter`, …); other words go in as text."""
@@ -153,12 +160,13 @@ class Terminals:
             terminal.kill()
 
 
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminals]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (Debian: apt-get install tmux)")
-    terminals = Terminals(tmp_path)
-    try:
-        yield terminals
-    finally:
-        terminals.kill_all()
+if pytest is not None:
+    @pytest.fixture
+    def terminal(tmp_path: Path) -> Iterator[Terminals]:
+        if shutil.which("tmux") is None:
+            pytest.skip("tmux is not installed (Debian: apt-get install tmux)")
+        terminals = Terminals(tmp_path)
+        try:
+            yield terminals
+        finally:
+            terminals.kill_all()

@@ -16,9 +16,10 @@ import trio
 from iota.tools.base import ToolError, Toolbox
 from iota.text import format_elapsed
 from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, open_job_table, read_capped
-from iota.tools.sandbox import Sandbox, probe_sandbox
+from iota.tools.sandbox import Sandbox
 from iota.tools.shell import ShellTool, go_duration
 from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)
+from tests.support.sandbox import real_sandbox
 
 LET_GO = 0.5
 
@@ -33,8 +34,7 @@ def root(tmp_path):
 @asynccontextmanager
 async def open_shell(root: Path, *, sandboxed: bool = True, **options):
     """A shell tool over a fresh job table; yields the tool and the receiving end of its notices."""
-    sandbox = await probe_sandbox(root) if sandboxed else None
-    assert sandbox is None or isinstance(sandbox, Sandbox), sandbox
+    sandbox = await real_sandbox(root) if sandboxed else None
     send, receive = trio.open_memory_channel(100)
     async with open_job_table(send, log_dir=root.parent / "logs") as jobs:
         yield ShellTool(root=root, jobs=jobs, sandbox=sandbox, let_go_after=options.pop("let_go_after", LET_GO),
