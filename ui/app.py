@@ -40,6 +40,7 @@ from urwid.display import escape
 
 from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status
 from ui import theme
+from ui.first_frame import take_typed_ahead
 from ui.paste import InputGatherer
 from ui.widgets.composer import Paste
 from ui.widgets.layout import ChatLayout
@@ -78,19 +79,21 @@ class ChatTerminal(urwid.display.raw.Screen):
     back the terminal attributes it saved before this start.
     """
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: object, typed_ahead: bytes = b"", **kwargs: object) -> None:
+        """`typed_ahead`: keys read before this screen existed (by ui.first_frame), handed to
+        urwid first."""
         kwargs.setdefault("bracketed_paste_mode", True)
         super().__init__(*args, **kwargs)
         self._gatherer = InputGatherer()
         self._gather_alarm = None
-        self._typed_ahead = b""  # read at the start, before urwid took the terminal
+        self._typed_ahead = typed_ahead  # and what is read at the start, before urwid takes the terminal
 
     def _start(self, *args: object, **kwargs: object) -> None:
         fd = self._input_fileno()
         # urwid's start switches the terminal to cbreak mode the way `tty.setcbreak` does by
         # default, flushing what was typed and not yet read: the keys typed since `iota` was
         # launched. They are read first, and handed to urwid once it reads keys (hook_event_loop).
-        self._typed_ahead = take_typed_ahead(fd) if fd is not None and os.isatty(fd) else b""
+        self._typed_ahead += take_typed_ahead(fd) if fd is not None and os.isatty(fd) else b""
         super()._start(*args, **kwargs)
         if fd is not None and os.isatty(fd):
             attributes = termios.tcgetattr(fd)
@@ -155,39 +158,20 @@ class ChatTerminal(urwid.display.raw.Screen):
         return keys
 
 
-def take_typed_ahead(fd: int) -> bytes:
-    """What has been typed on the terminal `fd` and not read yet, read without waiting.
-
-    Until a program takes the terminal, its driver keeps typed keys in a line being edited, which
-    no read returns before Enter; in cbreak mode they are readable at once. So the terminal is set
-    to cbreak without echo for the read (TCSANOW: nothing is flushed), then put back as it was."""
-    before = termios.tcgetattr(fd)
-    reading = termios.tcgetattr(fd)
-    reading[3] &= ~(termios.ICANON | termios.ECHO)
-    reading[6][termios.VMIN], reading[6][termios.VTIME] = 0, 0  # a read returns what there is
-    termios.tcsetattr(fd, termios.TCSANOW, reading)
-    try:
-        typed = b""
-        with suppress(BlockingIOError):  # how a non-blocking descriptor says there is no more
-            while piece := os.read(fd, 4096):
-                typed += piece
-        return typed
-    finally:
-        termios.tcsetattr(fd, termios.TCSANOW, before)
-
-
 class ChatApp:
     """The chat's face. Construct it, then `await run(events, inputs)` inside a trio run.
 
     `home` is the directory the card writes as `~` (default: $HOME); `no_color` defaults to
     whether NO_COLOR is set; `screen` is the urwid screen to draw on (default: the terminal on
-    stdin/stdout — tests pass one on a pseudo-terminal).
+    stdin/stdout — tests pass one on a pseudo-terminal); `typed_ahead`, keys read from that
+    terminal before (by ui.first_frame), which reach the composer first.
     """
 
     def __init__(self, *, home: str | None = None, no_color: bool | None = None,
-                 screen: urwid.display.raw.Screen | None = None):
+                 screen: urwid.display.raw.Screen | None = None, typed_ahead: bytes = b""):
         self._no_color = theme.no_color_requested(os.environ) if no_color is None else no_color
         self._screen = screen
+        self._typed_ahead = typed_ahead
         # (where to, message): None means the `inputs` channel `run` is given.
         self._outbox_send, self._outbox_receive = trio.open_memory_channel[
             tuple[trio.MemorySendChannel | None, object]](math.inf)
@@ -216,7 +200,7 @@ class ChatApp:
         Started (for `nursery.start`) once the screen is up and its input is being read."""
         event_loop = urwid.TrioEventLoop()
         main_loop = urwid.MainLoop(self.layout, theme.palette(no_color=self._no_color),
-                                   screen=self._screen or ChatTerminal(), event_loop=event_loop,
+                                   screen=self._screen or ChatTerminal(typed_ahead=self._typed_ahead), event_loop=event_loop,
                                    handle_mouse=True)
         with main_loop.start():
             self._main_loop = main_loop

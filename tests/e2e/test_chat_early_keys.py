@@ -35,16 +35,17 @@ def composer_holding(text: str) -> re.Pattern[str]:
     return re.compile(rf"^─{{10,}}\n❯ ?{re.escape(text)}$", re.MULTILINE)
 
 
-def held_at_the_first_frame(iota, terminal, tmp_path: Path):
-    """`iota run chat` with urwid's import held; the release file, and the terminal once the
-    first frame is up."""
+def held_at_the_first_frame(iota, terminal, tmp_path: Path, typed_first: str = ""):
+    """`iota run chat` with urwid's import held (and `typed_first` typed at once); the release
+    file, and the terminal once the first frame is up."""
     iota.write_config("  chat: {model: m}\n")
     hold, release = tmp_path / "hold", tmp_path / "release"
     hold.mkdir()
     (hold / "sitecustomize.py").write_text(HOLD_URWID.format(release=str(release)))
     screen = terminal.start([IOTA, "run", "chat"], cols=110, rows=32, env=iota.env(PYTHONPATH=str(hold)),
                             cwd=iota.cwd)
-    screen.wait_for(composer_holding(""))
+    screen.type(typed_first)
+    screen.wait_for(composer_holding(typed_first))
     return release, screen
 
 
@@ -71,10 +72,11 @@ def test_a_word_typed_before_the_first_screen_lands_in_the_composer(iota, termin
 
 
 def test_the_first_frame_comes_before_urwid_and_what_is_typed_on_it_is_kept(iota, terminal, tmp_path):
-    release, screen = held_at_the_first_frame(iota, terminal, tmp_path)
+    # typed before the frame: read and shown in its composer (with urwid still not imported)
+    release, screen = held_at_the_first_frame(iota, terminal, tmp_path, typed_first="typed")
     shown = screen.capture()
     assert "ι> iota  v" in shown and "starting…" in shown and alternate_screen_on(screen)
-    screen.type("typed on the frame")
+    screen.type(" on the frame")
     screen.wait_for(composer_holding("typed on the frame"))  # the terminal's own echo, in the composer
     release.touch()
     screen.wait_for(READY)
