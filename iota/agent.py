@@ -120,12 +120,20 @@ class Turn:
 
     id: str = ""   # stamped on every record the turn writes; "" writes none
     messages: list[Message] = field(default_factory=list)
-    partial: str = ""   # text of the reply being streamed, not yet a record
+    # The reply being streamed, not yet a record, as the pieces it arrived in: adding a piece to
+    # one long string would copy the whole reply each time, and a long reply comes in tens of
+    # thousands of pieces. `partial` joins them.
+    pieces: list[str] = field(default_factory=list)
     model_calls: int = 0
     interrupted: bool = False
     # The scopes Esc cancels: the stream being read, or the tool calls running. Cancelling the
     # stream ends the turn as interrupted; cancelling a tool call gives the model a cancelled result.
     innermost: set[trio.CancelScope] = field(default_factory=set)
+
+    @property
+    def partial(self) -> str:
+        """The text of the reply being streamed so far."""
+        return "".join(self.pieces)
 
     def cancel_innermost(self) -> None:
         for scope in self.innermost:
@@ -149,9 +157,9 @@ class Turn:
 
     def _close(self) -> list[Message]:
         closing = repair_tail(self.messages, turn=self.id)
-        if self.partial:
-            closing.append(Message(ASSISTANT, content=self.partial, interrupted=True, turn=self.id))
-            self.partial = ""
+        if partial := self.partial:
+            closing.append(Message(ASSISTANT, content=partial, interrupted=True, turn=self.id))
+            self.pieces.clear()
         self.messages.extend(closing)
         return closing
 
@@ -175,7 +183,7 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
     history = list(request.messages)
     while True:
         def on_text(text: str) -> None:
-            turn.partial += text
+            turn.pieces.append(text)
             observer.on_text(text)
 
         failure: Exception | None = None
@@ -192,7 +200,7 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
         if stream_scope.cancelled_caught:  # Esc on the stream: the turn ends here, interrupted
             await recorder.record(turn.interrupt())
             return
-        turn.partial = ""
+        turn.pieces.clear()
         turn.model_calls += 1
         message = Message(ASSISTANT, content=reply.text, tool_calls=reply.tool_calls, usage=reply.usage, turn=turn.id,
                           server_blocks=reply.server_blocks)
@@ -207,12 +215,14 @@ async def run_turn(turn: Turn, provider: Provider, request: Request, toolbox: To
 
 async def _flush_partial(turn: Turn, recorder: TurnRecorder) -> None:
     """While a reply streams, append its new text to the log every second or so: a killed
-    process then keeps all but the last second of it. Not fsynced: the reply record is."""
-    flushed = 0
+    process then keeps all but the last second of it. Not fsynced: the reply record is. Each
+    flush joins only the pieces that came since the last one, so a long reply costs each second
+    what arrived in it, not all of it again."""
+    flushed = 0  # pieces written so far
     while True:
         await trio.sleep(PARTIAL_FLUSH_SECONDS)
-        if len(turn.partial) > flushed:
-            text, flushed = turn.partial[flushed:], len(turn.partial)
+        if len(turn.pieces) > flushed:
+            text, flushed = "".join(turn.pieces[flushed:]), len(turn.pieces)
             await recorder.record([Message(PARTIAL, content=text, turn=turn.id)], durable=False)
 
 

@@ -15,7 +15,8 @@
 Key handlers run synchronously inside urwid, and a channel send may have to wait, so they only
 drop what they send into an unbounded outbox; one task sends it on, in order. urwid's trio loop
 redraws the screen whenever trio is about to wait for I/O after some task did work, so nothing
-here calls draw_screen: applying an event is enough, and a burst of deltas costs one redraw.
+here calls draw_screen: applying an event is enough. The pieces of a streaming reply are the
+exception: they are applied once a frame, and drawn then even when trio never waits (ui.frames).
 
 The terminal is restored however `run` ends (the events closing, a cancel, an exception, a
 KeyboardInterrupt): `MainLoop.start()` is a context manager that stops the screen on the way out.
@@ -38,9 +39,10 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status
+from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status, TextDelta
 from ui import theme
 from ui.first_frame import take_typed_ahead
+from ui.frames import FramedLoop, Framer, arrivals
 from ui.paste import InputGatherer
 from ui.widgets.composer import Paste
 from ui.widgets.layout import ChatLayout
@@ -199,9 +201,9 @@ class ChatApp:
         until `events` is closed or the caller's scope is cancelled. `inputs` is left open.
         Started (for `nursery.start`) once the screen is up and its input is being read."""
         event_loop = urwid.TrioEventLoop()
-        main_loop = urwid.MainLoop(self.layout, theme.palette(no_color=self._no_color),
-                                   screen=self._screen or ChatTerminal(typed_ahead=self._typed_ahead), event_loop=event_loop,
-                                   handle_mouse=True)
+        main_loop = FramedLoop(self.layout, theme.palette(no_color=self._no_color),
+                               screen=self._screen or ChatTerminal(typed_ahead=self._typed_ahead),
+                               event_loop=event_loop, handle_mouse=True)
         with main_loop.start():
             self._main_loop = main_loop
             async with trio.open_nursery() as nursery:
@@ -217,7 +219,13 @@ class ChatApp:
         cancel_scope.cancel()  # urwid stopped of its own accord: there is no screen to serve
 
     async def _pump(self, events: trio.MemoryReceiveChannel, nursery: trio.Nursery) -> None:
-        async for event in events:
+        framer = Framer(self.layout.apply, self._main_loop)
+        nursery.start_soon(framer.run)
+        async for event in arrivals(events):
+            if isinstance(event, TextDelta):
+                framer.hold(event)
+                continue
+            framer.flush()
             if isinstance(event, RunInTerminal):
                 await self._hand_over(event)
                 continue
@@ -229,6 +237,7 @@ class ChatApp:
                 nursery.start_soon(self._clear_hint, event)
             elif isinstance(event, Card) and event.mode:
                 self._card = event
+        framer.flush()  # the last screen (see `farewell`) shows the whole reply
 
     async def _clear_hint(self, hint: Hint) -> None:
         await trio.sleep(hint.seconds)

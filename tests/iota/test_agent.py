@@ -9,13 +9,15 @@ one, talking HTTP to the fake server on 127.0.0.1 (so these tests run on trio's 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 import trio
 
+from iota import agent
 from iota.agent import CANCELLED_RESULT, Approvals, Decision, Turn, run_turn
-from iota.messages import ASSISTANT, TOOL, USER, Message
+from iota.messages import ASSISTANT, PARTIAL, TOOL, USER, Message
 from iota.providers import make_provider
 from iota.providers.base import Request
 from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult, Toolbox
@@ -374,6 +376,43 @@ async def test_headless_refuses_every_gated_call_with_the_exact_text(fake_model,
     refused = turn.messages[1]
     assert (refused.content, refused.is_error) == (HEADLESS_REFUSAL, True)
     assert tool_results(fake_model, 1) == [("w1", HEADLESS_REFUSAL), ("e1", "echo: ungated")]
+
+
+# ---- the streamed text on its way to the log -----------------------------------------------------
+
+
+class Records:
+    """A TurnRecorder that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.records: list[Message] = []
+
+    async def record(self, messages: list[Message], *, durable: bool = True) -> None:
+        self.records += messages
+
+
+async def test_each_flush_of_a_streaming_reply_holds_only_what_came_since_the_last(fake_model, provider, monkeypatch):
+    monkeypatch.setattr(agent, "PARTIAL_FLUSH_SECONDS", 0.01)
+    gate = Gate()
+    fake_model.reply("one two three four", pieces=4, gate=gate)  # "one t", "wo th", "ree f", "our"
+    records, turn, toolbox = Records(), Turn(id="t1"), Toolbox()
+
+    def flushed() -> list[str]:
+        return [record.content for record in records.records if record.role == PARTIAL]
+
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(run_turn, turn, provider, request(toolbox), toolbox, Approvals(None),
+                                       recorder=records))
+            for shown in ("one t", "one two th", "one two three f"):
+                gate.release(1)
+                while "".join(flushed()) != shown:
+                    await trio.sleep(0.005)
+                assert turn.partial == shown
+            gate.open()
+    assert flushed() in (["one t", "wo th", "ree f"], ["one t", "wo th", "ree f", "our"])  # the last, if in time
+    assert [(record.role, record.content) for record in records.records[-1:]] == [(ASSISTANT, "one two three four")]
+    assert turn.partial == ""
 
 
 # ---- Ctrl+C: the turn is cancelled from outside -------------------------------------------------

@@ -23,6 +23,7 @@ lexer when a code block in it is first drawn.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator
 
 import urwid
@@ -40,11 +41,23 @@ CODE_STYLES = (("Comment", "code_comment"), ("Keyword", "code_keyword"), ("Name.
                ("Literal.Number", "code_number"), ("Operator", "code_operator"))
 
 
-@functools.cache
-def parser():
+def _new_parser():
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+@functools.cache
+def parser():
+    return _new_parser()
+
+
+@functools.cache
+def block_parser():
+    """The parser without its inline pass: where the blocks are, for a third of the cost."""
+    blocks = _new_parser()
+    blocks.core.ruler.disable("inline")
+    return blocks
 
 
 def preload() -> None:
@@ -52,14 +65,45 @@ def preload() -> None:
     parser()
 
 
-def parse(text: str) -> list:
-    return parser().parse(text)
+def parse(text: str, references: dict | None = None) -> list:
+    """The tokens of `text`; `references`: link reference definitions made elsewhere in the reply."""
+    return parser().parse(text, {"references": dict(references)} if references else None)
 
 
-def top_level_starts(tokens: list) -> list[int]:
-    """The source line each top-level block starts on (its opening token, or the one token of a
-    fence, a rule, an indented code block)."""
-    return [token.map[0] for token in tokens if token.level == 0 and token.nesting >= 0 and token.map]
+def parse_blocks(text: str) -> list:
+    """The block tokens of `text`, their inline content not parsed."""
+    return block_parser().parse(text)
+
+
+def references(text: str) -> dict:
+    """The link reference definitions of `text`, the first of each label (as a parse keeps them)."""
+    env: dict = {}
+    block_parser().parse(text, env)
+    return env.get("references", {})
+
+
+def settled_blocks(tokens: list, source: str, ended: bool) -> list[int]:
+    """The lines of `source` (the text of `tokens`) where the blocks that no text added to it can
+    change begin — the first from line 0 — and last the line where the rest begins; [] while
+    no block is settled.
+
+    More text can change only what its last line is, while that line is incomplete (`ended`:
+    it is complete). A block begun on a complete line stays begun, and the blocks above it are
+    settled. One begun on the incomplete line may not be: `#` is an empty heading that ends the
+    paragraph above, `#tag` is more of that paragraph; `2` after an ordered list is a paragraph,
+    `2. b` its next item. After a blank line it is, unless the block above is a list (which a
+    blank line does not end)."""
+    openings = [token for token in tokens if token.level == 0 and token.nesting >= 0 and token.map]
+    last_line = math.inf if ended else source.count("\n")
+    for position in range(len(openings) - 1, 0, -1):
+        line = openings[position].map[0]
+        if line >= last_line:
+            last_start = source.rfind("\n") + 1
+            line_above = source[source.rfind("\n", 0, last_start - 1) + 1:last_start - 1]
+            if line_above.strip() or openings[position - 1].type in ("bullet_list_open", "ordered_list_open"):
+                continue
+        return [0, *(opening.map[0] for opening in openings[1:position + 1])]
+    return []
 
 
 def block_widgets(tokens: list) -> list[urwid.Widget]:
@@ -67,6 +111,46 @@ def block_widgets(tokens: list) -> list[urwid.Widget]:
     from markdown_it.tree import SyntaxTreeNode
 
     return [_block(node, 0) for node in SyntaxTreeNode(tokens).children]
+
+
+def stacked(widgets: list[urwid.Widget]) -> urwid.Widget:
+    """Blocks one under the other, a blank row between them."""
+    if len(widgets) <= 1:
+        return widgets[0] if widgets else urwid.Text("")
+    rows: list[urwid.Widget] = []
+    for widget in widgets:
+        rows += [urwid.Divider(), widget] if rows else [widget]
+    return urwid.Pile(rows)
+
+
+class SettledBlock(urwid.Widget):
+    """A top-level block of a reply that no more text can change, parsed and laid out when it is
+    first drawn or measured: the blocks of a long reply nobody scrolls back to never are."""
+
+    _sizing = frozenset([urwid.Sizing.FLOW])
+    _selectable = False
+
+    def __init__(self, source: str, references: dict):
+        super().__init__()
+        self.source = source
+        self._references = references  # the reply's link references (a dict it fills when it ends)
+        self._widget: urwid.Widget | None = None
+
+    def forget(self) -> None:
+        """Lay the block out afresh when it is next drawn (the reply's link references changed)."""
+        self._widget = None
+        self._invalidate()
+
+    def _laid_out(self) -> urwid.Widget:
+        if self._widget is None:
+            self._widget = stacked(block_widgets(parse(self.source, self._references)))
+        return self._widget
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:
+        return self._laid_out().rows(size, focus)
+
+    def render(self, size: tuple[int], focus: bool = False) -> urwid.Canvas:
+        return self._laid_out().render(size, focus)
 
 
 def _block(node, depth: int) -> urwid.Widget:

@@ -29,6 +29,8 @@ out like the live transcript and put above what is shown, under the card.
 
 from __future__ import annotations
 
+import itertools
+
 import urwid
 
 from actors.events import (Card, Compaction, ErrorLine, Notice, Panel, TextDelta, ToolEnded, ToolStarted,
@@ -53,57 +55,97 @@ INDENT = "    "
 class ReplyStream:
     """The model's reply as it streams, drawn as Markdown.
 
-    Its settled blocks are blocks of the scroller, a blank row apart; the block still being
-    written is the last one, parsed and drawn again only when the screen is next drawn
-    (`sync`), so a burst of deltas costs one parse of one block, not one per delta."""
+    Its settled blocks — those no more text can change — are blocks of the scroller, a blank row
+    apart, each parsed and laid out once, when it is first drawn (`markdown.SettledBlock`). The
+    text after them is parsed and drawn again only when the screen is next drawn (`sync`), so a
+    burst of deltas costs one parse of the last block, however long the reply has grown; finding
+    where the blocks are takes only a parse of the block structure. The text is kept as the
+    pieces it came in and joined when the screen is drawn: adding each piece to one string would
+    copy all of it again for every piece.
+
+    Only link reference definitions (`[x]: url`) reach back into blocks already settled, so when
+    a reply that may hold one ends, its references are gathered from the whole of it and its
+    settled blocks are laid out again with them: what is drawn in the end is always what the
+    whole reply would draw at once."""
 
     def __init__(self, scroller: Scroller):
         self._scroller = scroller
-        self._text = ""        # escaped as it arrives
-        self._settled = 0      # how much of it the settled blocks hold
+        self._settled: list[markdown.SettledBlock] = []
+        self._pending: list[str] = []   # the text after them, escaped, in pieces
+        self._references: dict = {}     # the reply's link references, once it has ended
+        self._may_reference = False     # the text may define one
         self._dirty = False
         self._interrupted = False
         self._tail = urwid.WidgetPlaceholder(urwid.Text(""))
         scroller.append(self._tail)
 
-    def append(self, delta: str) -> None:
-        self._text += escape_controls(delta)
-        self._dirty = True
+    def append(self, delta: str) -> bool:
+        """Add a piece of the reply. True if the reply was drawn as it stood: the screen must be
+        drawn again (later pieces before that draw need not say so)."""
+        self._pending.append(escape_controls(delta))
+        was_drawn, self._dirty = not self._dirty, True
+        return was_drawn
 
     def mark_interrupted(self) -> None:
         self._interrupted = True
         self._dirty = True
 
-    def sync(self) -> None:
-        """Settle the blocks that are complete and draw the last one afresh."""
+    def sync(self, *, ended: bool = False) -> None:
+        """Settle the blocks that are complete and draw the rest afresh. `ended`: no more text
+        will come, so the last line is complete too."""
         if not self._dirty:
             return
         self._dirty = False
-        source = self._text[self._settled:]
-        tokens = markdown.parse(source)
-        starts = markdown.top_level_starts(tokens)
-        if len(starts) > 1:
-            last = next(i for i, token in enumerate(tokens) if token.map and token.map[0] == starts[-1]
-                        and token.level == 0)
-            position = self._scroller.blocks.index(self._tail)
-            for widget in markdown.block_widgets(tokens[:last]):
-                self._scroller.insert(position, [widget, urwid.Divider()])
-                position += 2
-            self._settled += _offset_of_line(source, starts[-1])
-            tokens = tokens[last:]
+        source = "".join(self._pending)
+        self._may_reference = self._may_reference or _may_define_references(source)
+        lines = markdown.settled_blocks(markdown.parse_blocks(source), source, ended)
+        if lines:
+            offsets = _offsets_of_lines(source, lines)
+            settled = [markdown.SettledBlock(source[start:end], self._references)
+                       for start, end in itertools.pairwise(offsets)]
+            self._scroller.insert(self._tail_index(), [row for block in settled for row in (block, urwid.Divider())])
+            self._settled += settled
+            source = source[offsets[-1]:]
+        self._pending = [source]
+        tokens = markdown.parse(source, self._references)
         widgets = markdown.block_widgets(tokens) if tokens else []
-        tail = widgets[-1] if widgets else urwid.Text("")
         if self._interrupted:
-            tail = _marked_interrupted(tail, bool(widgets))
-        self._tail.original_widget = tail
+            widgets[-1:] = [_marked_interrupted(widgets[-1] if widgets else urwid.Text(""), bool(widgets))]
+        self._tail.original_widget = markdown.stacked(widgets)
         self._scroller.changed()
 
+    def close(self) -> None:
+        """Draw the ended reply for good (see the class's note on link references)."""
+        self._pending = ["".join(self._pending)]
+        if self._may_reference or _may_define_references(self._pending[0]):
+            self._references.update(markdown.references("".join([*(b.source for b in self._settled), *self._pending])))
+            for block in self._settled:
+                block.forget()
+            self._dirty = True
+        self.sync(ended=True)
 
-def _offset_of_line(text: str, line: int) -> int:
-    offset = 0
-    for _ in range(line):
-        offset = text.index("\n", offset) + 1
-    return offset
+    def _tail_index(self) -> int:
+        """Where the block being written is in the scroller: the last block but while a page of
+        history is put above, so the search starts from the end."""
+        blocks = self._scroller.blocks
+        return next(i for i in range(len(blocks) - 1, -1, -1) if blocks[i] is self._tail)
+
+
+def _may_define_references(text: str) -> bool:
+    """Whether `text` may hold a link reference definition, `[label]: destination` (it cannot
+    without `]:`; a false alarm costs one more parse of the reply's block structure when it ends)."""
+    return "]:" in text
+
+
+def _offsets_of_lines(text: str, lines: list[int]) -> list[int]:
+    """Where each of `lines` (ascending) begins in `text`."""
+    offsets, offset, line = [], 0, 0
+    for wanted in lines:
+        while line < wanted:
+            offset = text.index("\n", offset) + 1
+            line += 1
+        offsets.append(offset)
+    return offsets
 
 
 def _marked_interrupted(block: urwid.Widget, has_text: bool) -> urwid.Widget:
@@ -251,7 +293,7 @@ class Transcript(urwid.WidgetWrap):
 
     def _close_reply(self) -> None:
         if self._reply is not None:
-            self._reply.sync()
+            self._reply.close()
             self._reply = None
 
     def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:
@@ -284,8 +326,8 @@ class Transcript(urwid.WidgetWrap):
                 self._scroller.append(urwid.Divider())
             self._last_kind = "reply"
             self._reply = ReplyStream(self._scroller)
-        self._reply.append(text)
-        self._scroller.changed()
+        if self._reply.append(text):
+            self._scroller.changed()
 
     def add_tool_started(self, started: ToolStarted) -> None:
         block = ToolBlock(started.name, started.target, started.command, self._expanded)

@@ -4,7 +4,10 @@ pieces ends as it would whole."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
+import urwid
 
 from tests.ui.widgets.test_widgets import attributes_of, rendered
 from ui.widgets import markdown
@@ -89,7 +92,7 @@ def test_settled_blocks_become_blocks_of_the_transcript_and_only_the_last_is_par
     rendered(transcript, 40, 10)
     parsed: list[str] = []
     real_parse = markdown.parse
-    monkeypatch.setattr(markdown, "parse", lambda text: parsed.append(text) or real_parse(text))
+    monkeypatch.setattr(markdown, "parse", lambda text, *rest: parsed.append(text) or real_parse(text, *rest))
     transcript.add_delta(" written")
     rendered(transcript, 40, 10)
     assert parsed == ["Third, still being written"]
@@ -102,3 +105,66 @@ def test_an_interrupted_code_block_says_so_under_it():
     transcript.add_delta("```sh\nmake")
     transcript.end_turn(True)
     assert rendered(transcript, 40, 3)[:2] == ["  make", "(interrupted)"]
+
+
+# Replies whose blocks are easy to settle too early: a line that ends the block above only once it
+# is complete (`#`, `2`, `***`, `-`), lists a blank line does not end, fences and indented code
+# with blank lines inside, setext headings, lazy quote lines, tables, and link references defined
+# after the links that use them.
+TRICKY_REPLIES = [
+    "A paragraph\n#tag is not a heading\n# but this is\n\nNext\n***bold*** text\n***\n\nEnd",
+    "1. one\n\n2. two, the same list\n\n3) another list\n\n20 is a number\n\n- a\n\n  still a\n\n- b\n* c",
+    "Para\n---\n\nPara\n===\n\n---\n\n```\nfenced\n\n\nwith blanks\n```\n\n    indented\n\n    code\n\ntext",
+    "> quoted\nlazy line\n\n> another\n\n| a | b |\n|---|--:|\n| 1 | 2 |\nrow\n\nafter [x] and [y][]\n\n"
+    "[x]: https://example.com/x\n[y]: <https://example.com/y> \"title\"\n\n[x]",
+    "Text with `code` and **bold *nested*** and ~~gone~~\n\n```python\ndef f():\n    return 1\n```\n"
+    "- item\n  ```sh\n  ls\n  ```\n- [link](https://example.com)\n\n<b>raw</b> &amp; &#x202E;end",
+]
+
+
+@pytest.mark.parametrize("reply", TRICKY_REPLIES, ids=["line-ends", "lists", "code", "references", "inline"])
+@pytest.mark.parametrize("seed", range(12))
+def test_a_reply_streamed_in_random_pieces_and_drawn_at_random_ends_as_it_would_whole(reply, seed):
+    chance = random.Random(seed)
+    transcript = Transcript(None)
+    position = 0
+    while position < len(reply):
+        size = chance.choice([1, 1, 2, 3, 5, 8, 40])
+        transcript.add_delta(reply[position:position + size])
+        position += size
+        if chance.random() < 0.5:
+            rendered(transcript, 50, 20)  # a draw between pieces, as the app does at its frame rate
+    transcript.end_turn(False)
+    blocks = markdown.block_widgets(markdown.parse(reply))  # the whole reply at once, a blank row between blocks
+    at_once = urwid.Pile([row for block in blocks for row in (urwid.Divider(), block)][1:])
+    rows = at_once.rows((50,))
+    assert runs(attributes_of(transcript, 50, rows)) == runs(attributes_of(at_once, 50))
+
+
+def runs(rows: list[list[tuple[str | None, str]]]) -> list[list[tuple[str | None, str]]]:
+    """Each row as runs of one attribute, however the canvases that drew it were cut."""
+    merged_rows = []
+    for row in rows:
+        merged: list[tuple[str | None, str]] = []
+        for attribute, text in row:
+            if merged and merged[-1][0] == attribute:
+                merged[-1] = (attribute, merged[-1][1] + text)
+            else:
+                merged.append((attribute, text))
+        merged_rows.append(merged)
+    return merged_rows
+
+
+def test_the_blocks_of_a_long_reply_are_laid_out_only_once_they_come_into_sight(monkeypatch):
+    highlighted: list[str] = []
+    real_highlight = markdown.highlight
+    monkeypatch.setattr(markdown, "highlight", lambda code, language: highlighted.append(code)
+                        or real_highlight(code, language))
+    transcript = Transcript(None)
+    transcript.add_delta("".join(f"Step {n}:\n\n```sh\necho {n}\n```\n\n" for n in range(100)))  # a backlog, in one go
+    assert rendered(transcript, 40, 6) == ["", "  echo 98", "", "Step 99:", "", "  echo 99"]
+    assert sorted(highlighted) == ["echo 98", "echo 99"]  # the blocks above the view are not laid out yet
+    transcript.end_turn(False)
+    transcript.scroller.scroll_page(-2)  # scrolling up lays out what comes into sight
+    assert rendered(transcript, 40, 6) == ["", "Step 96:", "", "  echo 96", "", "Step 97:"]
+    assert sorted(highlighted) == ["echo 96", "echo 97", "echo 98", "echo 99"]
