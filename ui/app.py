@@ -41,6 +41,7 @@ from urwid.display import escape
 
 from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status, TextDelta
 from ui import theme
+from ui.first_frame import take_typed_ahead
 from ui.frames import FramedLoop, Framer, arrivals
 from ui.paste import InputGatherer
 from ui.widgets.composer import Paste
@@ -73,20 +74,29 @@ class ChatTerminal(urwid.display.raw.Screen):
     - Bracketed paste is turned on without asking the terminal first (urwid would wait for an
       answer to a mode query that tmux 3.3 never gives), and a paste — marked, or keys that came
       together with a newline inside (ui.paste) — reaches the layout as one `Paste` key.
+    - Keys typed before the start (right after `iota` was launched, while it was loading) are
+      read before urwid takes the terminal, which would flush them, and handed to it first.
 
     Ctrl+Z stays the suspend character. Every setting is undone by urwid's own stop, which puts
     back the terminal attributes it saved before this start.
     """
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: object, typed_ahead: bytes = b"", **kwargs: object) -> None:
+        """`typed_ahead`: keys read before this screen existed (by ui.first_frame), handed to
+        urwid first."""
         kwargs.setdefault("bracketed_paste_mode", True)
         super().__init__(*args, **kwargs)
         self._gatherer = InputGatherer()
         self._gather_alarm = None
+        self._typed_ahead = typed_ahead  # and what is read at the start, before urwid takes the terminal
 
     def _start(self, *args: object, **kwargs: object) -> None:
-        super()._start(*args, **kwargs)
         fd = self._input_fileno()
+        # urwid's start switches the terminal to cbreak mode the way `tty.setcbreak` does by
+        # default, flushing what was typed and not yet read: the keys typed since `iota` was
+        # launched. They are read first, and handed to urwid once it reads keys (hook_event_loop).
+        self._typed_ahead += take_typed_ahead(fd) if fd is not None and os.isatty(fd) else b""
+        super()._start(*args, **kwargs)
         if fd is not None and os.isatty(fd):
             attributes = termios.tcgetattr(fd)
             attributes[0] &= ~(termios.ICRNL | termios.IXON)
@@ -98,6 +108,13 @@ class ChatTerminal(urwid.display.raw.Screen):
     def _stop(self) -> None:
         self.write(RESET_MODIFIED_KEYS)
         super()._stop()
+
+    def hook_event_loop(self, event_loop, callback) -> None:
+        """urwid's own, then the keys typed before the start, as if they had just been read."""
+        super().hook_event_loop(event_loop, callback)
+        typed, self._typed_ahead = self._typed_ahead, b""
+        if typed:
+            event_loop.alarm(0, lambda: self.parse_input(event_loop, callback, list(typed)))
 
     def _mouse_tracking(self, enable: bool) -> None:
         """urwid's own, with the modes above instead of urwid's (which add 1002)."""
@@ -148,13 +165,15 @@ class ChatApp:
 
     `home` is the directory the card writes as `~` (default: $HOME); `no_color` defaults to
     whether NO_COLOR is set; `screen` is the urwid screen to draw on (default: the terminal on
-    stdin/stdout — tests pass one on a pseudo-terminal).
+    stdin/stdout — tests pass one on a pseudo-terminal); `typed_ahead`, keys read from that
+    terminal before (by ui.first_frame), which reach the composer first.
     """
 
     def __init__(self, *, home: str | None = None, no_color: bool | None = None,
-                 screen: urwid.display.raw.Screen | None = None):
+                 screen: urwid.display.raw.Screen | None = None, typed_ahead: bytes = b""):
         self._no_color = theme.no_color_requested(os.environ) if no_color is None else no_color
         self._screen = screen
+        self._typed_ahead = typed_ahead
         # (where to, message): None means the `inputs` channel `run` is given.
         self._outbox_send, self._outbox_receive = trio.open_memory_channel[
             tuple[trio.MemorySendChannel | None, object]](math.inf)
@@ -164,6 +183,11 @@ class ChatApp:
                                  clock=trio.current_time, on_input=self._send_input,
                                  on_answer=self._send_answer)
         self._card: Card | None = None  # the last card shown: which conversation this is
+
+    @property
+    def shown(self) -> bool:
+        """Whether the app's screen came up (urwid took the terminal over, and gave it back)."""
+        return self._main_loop is not None
 
     def _send_input(self, message: object) -> None:
         self._outbox_send.send_nowait((None, message))
@@ -178,7 +202,8 @@ class ChatApp:
         Started (for `nursery.start`) once the screen is up and its input is being read."""
         event_loop = urwid.TrioEventLoop()
         main_loop = FramedLoop(self.layout, theme.palette(no_color=self._no_color),
-                               screen=self._screen or ChatTerminal(), event_loop=event_loop, handle_mouse=True)
+                               screen=self._screen or ChatTerminal(typed_ahead=self._typed_ahead),
+                               event_loop=event_loop, handle_mouse=True)
         with main_loop.start():
             self._main_loop = main_loop
             async with trio.open_nursery() as nursery:

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from ulid import ULID
-
 from iota.sessions.log import json_bytes
 from iota.sessions.meta import write_atomically
 from iota.tools.base import ToolError
@@ -34,6 +32,8 @@ Item = TypeVar("Item")
 
 def new_id() -> str:
     """A ULID: 26 characters that sort by creation time, made by iota, never by the model."""
+    from ulid import ULID  # imported when first needed: python-ulid reads its own package metadata
+
     return str(ULID())
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from iota import paths
+from iota import paths, yaml_load
 from iota.config import inheritance, params, trust
 from iota.config.params import ParamSources
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
@@ -451,7 +451,7 @@ def _read_yaml(path: Path, warnings: list[str]) -> Any:
         warnings.append(f"config {path}: cannot be read ({_reason(error)}); skipped")
         return _UNREADABLE
     try:
-        return yaml.safe_load(text), data
+        return yaml_load.safe_load(text), data
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

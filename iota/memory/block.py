@@ -24,7 +24,7 @@ speak from outside it. Everything here is pure; reading the file is iota.memory.
 from __future__ import annotations
 
 import re
-from xml.sax.saxutils import escape
+from html import escape
 
 from iota.memory.document import MEMORY_CAP, byte_length, heading, project_of
 
@@ -126,4 +126,4 @@ def defang(text: str) -> str:
 
 
 def _attribute(value: str) -> str:
-    return escape(value, {'"': "&quot;"})
+    return escape(value, quote=False).replace('"', "&quot;")

@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
+from html import escape
 
 import yaml
 
-from iota import paths
+from iota import paths, yaml_load
 from iota.tools.base import Tool, ToolError, ToolResult
 
 CATALOG_CAP = 32 * 1024
@@ -105,7 +105,7 @@ def read_skill(directory: Path) -> Skill:
         raise ValueError(f"SKILL.md cannot be read ({error})") from None
     front, _ = split_front_matter(text)
     try:
-        meta = yaml.safe_load(front) if front is not None else None
+        meta = yaml_load.safe_load(front) if front is not None else None
     except yaml.YAMLError:
         raise ValueError("its front matter is not valid YAML") from None
     if not isinstance(meta, dict):
@@ -139,8 +139,8 @@ def catalog(skills: list[Skill]) -> str:
             "the shell tool.\n\n<available_skills>\n")
     entries, size, omitted = [], len(head), 0
     for skill in skills:
-        entry = (f"<skill>\n<name>{escape(skill.name)}</name>\n"
-                 f"<description>{escape(skill.description)}</description>\n</skill>\n")
+        entry = (f"<skill>\n<name>{escape(skill.name, quote=False)}</name>\n"
+                 f"<description>{escape(skill.description, quote=False)}</description>\n</skill>\n")
         if size + len(entry.encode()) > CATALOG_CAP:
             omitted += 1
             continue

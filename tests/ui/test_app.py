@@ -118,6 +118,21 @@ async def test_keys_become_inputs_and_the_terminal_is_given_back_as_it_was(pty):
     assert b"\x1b[?1000l" in shown
 
 
+async def test_keys_typed_before_the_start_are_kept(pty):
+    before = termios.tcgetattr(pty.slave)
+    pty.press(b"typed early")  # the terminal still edits a line: no read returns it before Enter
+    async with trio.open_nursery() as nursery:
+        events, inputs, returned = await start_app(nursery, pty)
+        pty.press(b"\r")
+        with trio.fail_after(10):
+            assert await inputs.receive() == Submit("typed early")
+        await events.aclose()
+        with trio.fail_after(10):
+            await returned.wait()
+        nursery.cancel_scope.cancel()
+    assert termios.tcgetattr(pty.slave) == before
+
+
 async def test_the_terminal_is_given_back_when_the_app_fails(pty):
     before = termios.tcgetattr(pty.slave)
     with pytest.RaisesGroup(pytest.RaisesExc(TypeError, match="no way to draw"), flatten_subgroups=True):

@@ -1,11 +1,13 @@
 """`iota run <agent>` and `iota resume <id>` in a terminal.
 
-The first screen is drawn before anything heavy is imported: the card shows what is known (the
-directory), and the config, the session and the chat's modules load in a worker thread behind
+The first screen is drawn before anything heavy is imported: a first frame of plain ANSI
+(ui.first_frame, drawn by ui.commands.run before even trio and urwid are imported), then urwid's,
+whose card shows what is known (the directory), and the config, the session and the chat's modules load in a worker thread behind
 it (asking first whether to trust a project's `.iota.yaml` that wants risky things); then the
 card is redrawn with the mode and the session, and the chat runs under the supervisor on the
-app's channels. The slowest part — the Anthropic SDK — loads behind that again, while the
-person types.
+app's channels. What the first reply needs (the Markdown parser; for Bedrock and Vertex the
+signing library) loads behind that again, while the person types. Keys typed before the first
+screen are kept (ui.app.ChatTerminal).
 """
 
 from __future__ import annotations
@@ -24,55 +26,20 @@ from actors.events import Card, Choose
 from iota import __version__
 from iota.errors import EXIT_INTERRUPTED
 from ui.app import ChatApp
+from ui.first_frame import FirstFrame
 
 
-def run_interactive(args: argparse.Namespace) -> int:
-    _write_starter_if_first_run(args)
-    _refuse_before_the_screen(args)
-    app = ChatApp()
+def run_interactive(args: argparse.Namespace, frame: FirstFrame | None) -> int:
+    """The chat, on the terminal `frame` (ui.first_frame) was drawn on."""
+    app = ChatApp(typed_ahead=frame.typed if frame is not None else b"")
     try:
         return trio.run(_draw_then_run, args, app)
     finally:
+        if frame is not None:
+            frame.close(taken=app.shown)
         # The app's screen is gone: its last screen stays in the terminal, with how to go on.
         sys.stdout.write(app.farewell())
         sys.stdout.flush()
-
-
-def _write_starter_if_first_run(args: argparse.Namespace) -> None:
-    """The first run with no config anywhere writes the starter, and says so before the screen
-    is taken over."""
-    from iota import paths
-    from iota.config import starter
-
-    if args.config is None and not paths.user_config_path().exists() and \
-            not paths.project_config_path(Path.cwd()).exists():
-        print(starter.write_starter(paths.user_config_path()), file=sys.stderr)
-
-
-def _refuse_before_the_screen(args: argparse.Namespace) -> None:
-    """Errors that need no config are raised before the screen is taken, so they are printed
-    without the chat flashing up first: a resume id that matches no session (or several), a
-    session open in another process, a bot another process runs. Each only looks; the real
-    checks run again when the chat opens."""
-    from iota import paths
-    from iota.sessions import locking
-
-    if args.command == "resume" and args.id:
-        from iota.sessions.bundle import lock_bundle, resolve_session
-
-        bundle = resolve_session(args.id, include_archived=args.all)
-        if not args.fork:  # a fork only reads the session it starts from
-            lock_bundle(bundle).release()
-    elif args.command == "run":
-        lock = paths.bots_dir() / args.agent / "lock"
-        if lock.is_file():
-            locking.acquire(lock, partial(_bot_refusal, args.agent)).release()
-
-
-def _bot_refusal(bot: str, pid: int | None) -> str:
-    from iota.bots.bot import lock_refusal  # imported only to say no: it is not light
-
-    return lock_refusal(bot, pid)
 
 
 async def _draw_then_run(args: argparse.Namespace, app: ChatApp) -> int:

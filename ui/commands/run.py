@@ -9,6 +9,10 @@ The flag rules live here, in one place, because they are the same for both comma
     -m or --no-save on a bot          refused (iota.bots.bot.check_bot_run), as is an entry that cannot be a bot
     a chat without -m, confined       refused: an iota a sandboxed iota started runs headless (iota.tools.confinement)
 
+In a terminal, errors that need no config (a resume id that matches nothing, a session or a bot
+open in another process) are said before any screen; then a first frame of plain ANSI is drawn
+(ui.first_frame) and the chat's modules are imported behind it (ui.commands.interactive).
+
 `iota resume --fork <id>` and `--all`: see ui.commands.resumed.
 """
 
@@ -17,8 +21,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
+from pathlib import Path
+
+from iota import __version__
 from iota.errors import IotaError
 from iota.tools.confinement import HEADLESS_ONLY, Confinement
+from ui.first_frame import FirstFrame
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -52,10 +61,55 @@ def run_command(args: argparse.Namespace) -> int:
             _check_bot_flags(args, config)
         raise IotaError("interactive mode requires a terminal; use -m/--message for piped input")
     # In a terminal nothing heavy is imported before the first screen: the config is loaded,
-    # and a bot checked (iota.bots.bot.check_bot_run / check_bot), behind it.
-    from ui.commands.interactive import run_interactive
+    # and a bot checked (iota.bots.bot.check_bot_run / check_bot), behind it. Even trio and
+    # urwid load behind a first frame of plain ANSI (ui.first_frame).
+    _write_starter_if_first_run(args)
+    _refuse_before_the_screen(args)
+    frame = FirstFrame.draw(__version__)
+    try:
+        from ui.commands.interactive import run_interactive
 
-    return run_interactive(args)
+        return run_interactive(args, frame)
+    finally:
+        if frame is not None:
+            frame.close(taken=False)  # if the chat did not get as far as closing it
+
+
+def _write_starter_if_first_run(args: argparse.Namespace) -> None:
+    """The first run with no config anywhere writes the starter, and says so before the screen
+    is taken over."""
+    from iota import paths
+    from iota.config import starter
+
+    if args.config is None and not paths.user_config_path().exists() and \
+            not paths.project_config_path(Path.cwd()).exists():
+        print(starter.write_starter(paths.user_config_path()), file=sys.stderr)
+
+
+def _refuse_before_the_screen(args: argparse.Namespace) -> None:
+    """Errors that need no config are raised before the screen is taken, so they are printed
+    without the chat flashing up first: a resume id that matches no session (or several), a
+    session open in another process, a bot another process runs. Each only looks; the real
+    checks run again when the chat opens."""
+    from iota import paths
+    from iota.sessions import locking
+
+    if args.command == "resume" and args.id:
+        from iota.sessions.bundle import lock_bundle, resolve_session
+
+        bundle = resolve_session(args.id, include_archived=args.all)
+        if not args.fork:  # a fork only reads the session it starts from
+            lock_bundle(bundle).release()
+    elif args.command == "run":
+        lock = paths.bots_dir() / args.agent / "lock"
+        if lock.is_file():
+            locking.acquire(lock, partial(_bot_refusal, args.agent)).release()
+
+
+def _bot_refusal(bot: str, pid: int | None) -> str:
+    from iota.bots.bot import lock_refusal  # imported only to say no: it is not light
+
+    return lock_refusal(bot, pid)
 
 
 def _check_bot_flags(args: argparse.Namespace, config) -> None:
