@@ -30,6 +30,9 @@ from tests.iota.tools.test_shell import alive, assert_none_running, running
 from tests.support.sandbox import real_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
+# A Python the sandbox can see: the venv's own may live under /tmp (a checkout there), which the
+# sandbox replaces with a private one; the interpreter it links to does not.
+PYTHON = os.path.realpath(sys.executable)
 
 
 @asynccontextmanager
@@ -169,7 +172,7 @@ async def test_a_socket_anywhere_else_refuses_connections(repo, outside_dir):
     listener.listen(1)
     connect = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); s.sendall(b'hi')"
     async with real_shell(repo) as shell:
-        result = await shell.run({"command": f"{sys.executable} -c \"{connect}\""})
+        result = await shell.run({"command": f"{PYTHON} -c \"{connect}\""})
     listener.close()
     assert result.is_error and "Connection refused" in result.content
 

@@ -130,6 +130,8 @@ async def test_a_child_run_with_a_cwd_outside_the_project_is_refused(world):
 
 async def test_a_config_of_the_models_choosing_cannot_unsandbox_a_child(world, outside_dir):
     """`iota -c evil.yaml run …` with `sandbox: off` would escape entirely."""
+    if IOTA.is_relative_to("/tmp"):
+        pytest.skip("this iota lives under /tmp, which the sandbox replaces: a sandboxed shell cannot start it")
     evil = world.project / "evil.yaml"
     evil.write_text(config_text(world.child_model.openai_url,
                                 "  x:\n    mode: agent\n    model: m\n    tools:\n      shell: {sandbox: off, auto_run: true}\n"))

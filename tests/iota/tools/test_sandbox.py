@@ -29,6 +29,9 @@ from iota.tools.code_paths import Jail
 from iota.tools.placeholders import NOTICE, Protected, holding
 from tests.support.sandbox import real_sandbox
 
+# A Python the sandbox can see (see tests/security/test_sandbox_escapes.py).
+PYTHON = os.path.realpath(sys.executable)
+
 
 @pytest.fixture
 def project(tmp_path):
@@ -393,5 +396,5 @@ async def test_abstract_sockets_are_out_of_reach_without_network(project):
         listener.bind(b"\0iota-test-listener")
         listener.listen(1)
         connect = "import socket; socket.socket(socket.AF_UNIX).connect(b'\\\\0iota-test-listener')"
-        code, output = await run_in(await sandbox_for(project), project, f'{sys.executable} -c "{connect}"')
+        code, output = await run_in(await sandbox_for(project), project, f'{PYTHON} -c "{connect}"')
     assert code != 0 and "Connection refused" in output
