@@ -13,9 +13,13 @@ as a whole:
   one paste. Text ending in its only Enter is typing followed by Enter, as when a test types a
   message and presses Enter at once.
 
-Between the markers everything is the paste, whatever it holds. A begin marker whose end has
-not come within `MARKED_PASTE_SECONDS` ends there, so a lost marker cannot swallow every key
-after it.
+Between the markers everything is the paste, whatever it holds, the end marker itself too: a
+terminal that does not filter what it pastes passes on a pasted `ESC [201~`, and the text after
+it (`rm -rf ~` and a CR, say) must not be typed as keys. So a paste ends at the last end marker
+that came with it, and when input follows an end marker, the gatherer waits `GATHER_SECONDS`
+for more, in case the terminal's own end is still to come. A begin marker whose end has not
+come within `MARKED_PASTE_SECONDS` ends there, so a lost marker cannot swallow every key after
+it.
 
 `InputGatherer.feed` takes the bytes of one read and says whether to wait for more; `take` gives
 what has gathered as ("keys", bytes) and ("paste", text) pieces, in order.
@@ -43,9 +47,11 @@ class InputGatherer:
         """Add one read's bytes. Returns how long to wait for more before `take` (None: take now)."""
         self._reads.append(data)
         pending = b"".join(self._reads)
-        begin = pending.find(BEGIN_PASTE)
+        begin = pending.rfind(BEGIN_PASTE)
         if begin >= 0:
-            return None if pending.find(END_PASTE, begin) >= 0 else MARKED_PASTE_SECONDS
+            if pending.find(END_PASTE, begin) < 0:
+                return MARKED_PASTE_SECONDS
+            return None if pending.endswith(END_PASTE) else GATHER_SECONDS
         if len(self._reads) == 1 and not _may_be_paste(data):
             return None  # typing, a key's sequence, a lone Enter
         return GATHER_SECONDS
@@ -85,7 +91,7 @@ def _marked_pieces(data: bytes) -> list[tuple[str, bytes | str]]:
             pieces.append(("keys", before))
         if begin < 0:
             break
-        end = marked.find(END_PASTE)
+        end = marked.rfind(END_PASTE)  # the terminal's own end: a pasted one is text
         pasted, data = (marked, b"") if end < 0 else (marked[:end], marked[end + len(END_PASTE):])
         pieces.append(("paste", paste_text(pasted)))
     return pieces

@@ -66,3 +66,23 @@ def test_a_short_paste_lands_as_its_text_and_waits_for_enter(iota, chat):
     screen.wait_for("Two lines, yes.")
     assert [m["content"] for m in iota.model.requests[0].body["messages"] if m["role"] == "user"] == [
         "first line\nsecond line"]
+
+
+def test_a_pasted_end_marker_followed_by_a_line_sends_nothing(iota, chat, tmp_path):
+    """A pasted text holding the end marker itself, then a command and a CR: tmux passes it on
+    as it is, so the terminal's own end marker comes after the CR. It is all one paste, sent
+    only when the person presses Enter."""
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("Noted.")
+    screen = chat("run", "chat")
+    (tmp_path / "paste.txt").write_bytes(b"harmless\x1b[201~rm -rf ~\r")
+    screen._tmux("load-buffer", "-b", "trap", str(tmp_path / "paste.txt"))
+    screen._tmux("paste-buffer", "-p", "-b", "trap", "-t", PANE)
+    screen.wait_for("❯ harmless[201~rm -rf ~\n")
+    screen.type("!")  # the paste is in; this would come after a message sent
+    screen.wait_for("  !")
+    assert not iota.model.requests
+    screen.send_keys("Enter")
+    screen.wait_for("Noted.")
+    sent = [m["content"] for m in iota.model.requests[0].body["messages"] if m["role"] == "user"]
+    assert sent == ["harmless[201~rm -rf ~\n!"]

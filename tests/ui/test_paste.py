@@ -39,7 +39,7 @@ def test_a_paste_split_where_a_read_ends_in_enter_is_still_one_paste():
 def test_a_marked_paste_is_one_piece_whatever_it_holds():
     gatherer = InputGatherer()
     assert gatherer.feed(b"x\x1b[200~a\r\x1b[Ab") == MARKED_PASTE_SECONDS  # waits for its end
-    assert gatherer.feed(b"\tc\x1b[201~y") is None
+    assert gatherer.feed(b"\tc\x1b[201~y") == GATHER_SECONDS  # what follows the end may be the paste's
     assert gatherer.take() == [("keys", b"x"), ("paste", "a\n[Ab\tc"), ("keys", b"y")]
 
 
@@ -49,3 +49,21 @@ def test_keys_with_escape_sequences_are_never_a_paste():
 
 def test_a_paste_loses_its_control_characters_and_keeps_its_text():
     assert judged(b"caf\xc3\xa9\r\n\x07bell\x00") == [("paste", "café\nbell")]
+
+
+def test_an_end_marker_inside_a_marked_paste_is_text_and_what_follows_it_is_no_keys():
+    """A terminal that passes a pasted `ESC [201~` on: the text after it, with its CR, is still
+    the paste (up to the terminal's own end), never keys that would send it."""
+    gatherer = InputGatherer()
+    assert gatherer.feed(b"\x1b[200~harmless\x1b[201~rm -rf ~\r") == GATHER_SECONDS  # the real end may follow
+    assert gatherer.feed(b"\x1b[201~") is None
+    assert gatherer.take() == [("paste", "harmless[201~rm -rf ~\n")]
+
+
+def test_keys_after_a_marked_paste_stay_keys():
+    assert judged(b"\x1b[200~a\nb\x1b[201~\r") == [("paste", "a\nb"), ("keys", b"\r")]
+
+
+def test_a_second_paste_waits_for_its_own_end():
+    gatherer = InputGatherer()
+    assert gatherer.feed(b"\x1b[200~a\x1b[201~\x1b[200~b") == MARKED_PASTE_SECONDS
