@@ -41,39 +41,53 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 class InputGatherer:
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._reads: list[bytes] = []
+        # All the reads so far, joined as they come, and where in it the last begin marker and an
+        # end marker after it were found: each read is searched once (with the few bytes before
+        # it, where a marker may straddle two reads), so a paste of many reads costs its length.
+        self._pending = bytearray()
+        self._begin = -1
+        self._ended = False
 
     def feed(self, data: bytes) -> float | None:
         """Add one read's bytes. Returns how long to wait for more before `take` (None: take now)."""
         self._reads.append(data)
-        pending = b"".join(self._reads)
-        begin = pending.rfind(BEGIN_PASTE)
+        start = max(0, len(self._pending) - len(BEGIN_PASTE) + 1)
+        self._pending += data
+        begin = self._pending.rfind(BEGIN_PASTE, start)
         if begin >= 0:
-            if pending.find(END_PASTE, begin) < 0:
+            self._begin, self._ended = begin, False
+            start = begin
+        if self._begin >= 0:
+            self._ended = self._ended or self._pending.find(END_PASTE, max(start, self._begin)) >= 0
+            if not self._ended:
                 return MARKED_PASTE_SECONDS
-            return None if pending.endswith(END_PASTE) else GATHER_SECONDS
+            return None if self._pending.endswith(END_PASTE) else GATHER_SECONDS
         if len(self._reads) == 1 and not _may_be_paste(data):
             return None  # typing, a key's sequence, a lone Enter
         return GATHER_SECONDS
 
     def take(self) -> list[tuple[str, bytes | str]]:
         """Everything gathered, as ("keys", bytes) and ("paste", text) pieces in order."""
-        reads, self._reads = self._reads, []
-        data = b"".join(reads)
+        reads, data = self._reads, bytes(self._pending)
+        self._reset()
         if BEGIN_PASTE in data:
             return _marked_pieces(data)
         # A read with an escape sequence in it is keys (a paste is text); the text of the reads
         # between such reads is judged as a whole.
         pieces: list[tuple[str, bytes | str]] = []
-        text = b""
+        text: list[bytes] = []
         for read in reads:
             if b"\x1b" in read:
-                pieces += _judged(text)
+                pieces += _judged(b"".join(text))
                 pieces.append(("keys", read))
-                text = b""
+                text = []
             else:
-                text += read
-        return pieces + _judged(text)
+                text.append(read)
+        return pieces + _judged(b"".join(text))
 
 
 def _judged(text: bytes) -> list[tuple[str, bytes | str]]:
