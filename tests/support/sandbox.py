@@ -1,6 +1,6 @@
 """The real sandbox for the tests that run commands in it.
 
-Where bwrap is not installed (a fresh machine before `scripts/test` installs it) those tests skip;
+Where bwrap is not installed (a fresh machine before `scripts/install-test-tools` installs it) those tests skip;
 where it is installed it must work: a bwrap that cannot sandbox is a failure, not a skip, so a
 broken sandbox never passes unnoticed.
 """
