@@ -110,11 +110,13 @@ class CandidateBook:
     def __init__(self, bot_dir: Path):
         self.path = Path(bot_dir) / FILE_NAME
         self.warnings: list[str] = []
+        self.kept: list[str] = []   # the lines the last load could not read, written back verbatim
 
     def load(self) -> list[Entry]:
-        """Every entry; a line that cannot be read is skipped (and said in `warnings`), kept on disk
-        until the next write."""
-        self.warnings = []
+        """Every entry; a line that cannot be read is skipped (and said in `warnings`), and written
+        back as it is after the entries at the next save, so a hand edit gone wrong is not lost
+        (as iota.bots.records keeps its files' lines)."""
+        self.warnings, self.kept = [], []
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -128,11 +130,13 @@ class CandidateBook:
             try:
                 entries.append(Entry.from_json(json.loads(line)))
             except (ValueError, TypeError, KeyError):
+                self.kept.append(line)
                 self.warnings.append(f"{self.path}: line {number} is not a candidate; it is skipped")
         return entries
 
     def save(self, entries: list[Entry]) -> None:
-        text = "".join(json.dumps(entry.to_json(), ensure_ascii=False) + "\n" for entry in entries)
+        lines = [json.dumps(entry.to_json(), ensure_ascii=False) for entry in entries] + self.kept
+        text = "".join(line + "\n" for line in lines)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(self.path, text.encode())

@@ -185,6 +185,20 @@ def test_the_book_keeps_its_entries_and_skips_a_damaged_line(tmp_path):
     assert json.loads(book.path.read_text().splitlines()[0])["created"] == "2026-09-21T14:13:20Z"
 
 
+def test_a_damaged_line_is_written_back_as_it_is_at_the_next_save(tmp_path):
+    book = CandidateBook(tmp_path)
+    entries: list[Entry] = []
+    add(entries, [PYTEST], "", now=1_790_000_000, since=None)
+    book.save(entries)
+    book.path.write_text(book.path.read_text() + '{"id": "c9", "text": "hand edit gone wrong"\n')
+    entries = book.load()
+    add(entries, ["Deploys go to staging first"], "", now=1_790_000_100, since=None)
+    book.save(entries)
+    lines = book.path.read_text().splitlines()
+    assert lines[-1] == '{"id": "c9", "text": "hand edit gone wrong"'
+    assert [entry.text for entry in book.load()] == ["Prefers pytest over unittest", "Deploys go to staging first"]
+
+
 def test_what_a_message_about_an_entry_must_say():
     assert keys_of(Entry("c", "Prefers pytest over unittest")) == ["pytest", "unittest"]
     assert keys_of(Entry("c", "x", keywords=["fly.io", "Deploy"])) == ["fly io", "deploy"]
