@@ -17,11 +17,11 @@ Blocking file I/O: a chat calls it from a worker thread.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from iota.messages import ASSISTANT, COMPACTION, TOOL, USER, Message
+from iota.sessions.log import decode_record
 
 HISTORY_ROLES = frozenset({USER, ASSISTANT, TOOL, COMPACTION})
 _CHUNK = 64 * 1024
@@ -57,11 +57,8 @@ class LogHistory:
 
 
 def _decode(line: bytes) -> Message | None:
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or record.get("role") not in HISTORY_ROLES:
+    record = decode_record(line)
+    if record is None or record["role"] not in HISTORY_ROLES:
         return None
     return Message.from_record(record)
 

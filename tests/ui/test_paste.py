@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui.paste import GATHER_SECONDS, MARKED_PASTE_SECONDS, InputGatherer
+from ui.paste import BEGIN_PASTE, END_PASTE, GATHER_SECONDS, MARKED_PASTE_SECONDS, InputGatherer
 
 
 def judged(*reads: bytes) -> list:
@@ -67,3 +67,13 @@ def test_keys_after_a_marked_paste_stay_keys():
 def test_a_second_paste_waits_for_its_own_end():
     gatherer = InputGatherer()
     assert gatherer.feed(b"\x1b[200~a\x1b[201~\x1b[200~b") == MARKED_PASTE_SECONDS
+
+
+@pytest.mark.parametrize("split", range(1, len(END_PASTE)))
+def test_an_end_marker_split_between_two_reads_is_still_found(split):
+    """A long paste comes in many reads, and its end marker may be cut between two of them: each
+    read is searched with the bytes before it, so the end is not missed (nor waited for)."""
+    gatherer = InputGatherer()
+    assert gatherer.feed(BEGIN_PASTE + b"a\rb" + END_PASTE[:split]) == MARKED_PASTE_SECONDS
+    assert gatherer.feed(END_PASTE[split:]) is None  # the end found: taken at once
+    assert gatherer.take() == [("paste", "a\nb")]
