@@ -45,7 +45,7 @@ from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events, response_body
 from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import OnText, Reply, Request, Timeouts
 
 DEFAULT_URL = "https://generativelanguage.googleapis.com"
 KEY_VARIABLE = "GOOGLE_API_KEY"
@@ -62,16 +62,8 @@ STOP_REASONS = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens", "SAFETY": "refus
 
 
 class GeminiProvider(HttpProvider):
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None = None,
-        *,
-        stall_seconds: float = STALL_SECONDS,
-        connect_seconds: float = CONNECT_SECONDS,
-    ):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, api_key: str, base_url: str | None = None, timeouts: Timeouts = Timeouts()):
+        super().__init__(name, timeouts)
         self._base_url = (base_url or DEFAULT_URL).rstrip("/")
         self._headers = {"content-type": "application/json", "accept": "text/event-stream"} | (
             {"x-goog-api-key": api_key} if api_key else {})

@@ -27,7 +27,7 @@ from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider
 from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
 from iota.providers._wire import WireHistory, dump, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import OnText, Reply, Request, Timeouts
 
 DEFAULT_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -36,16 +36,8 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 
 
 class OpenAIProvider(HttpProvider):
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None = None,
-        *,
-        stall_seconds: float = STALL_SECONDS,
-        connect_seconds: float = CONNECT_SECONDS,
-    ):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, api_key: str, base_url: str | None = None, timeouts: Timeouts = Timeouts()):
+        super().__init__(name, timeouts)
         # We ask for usage with include_usage; a server that ignores it gives zeros.
         self._endpoint = (base_url or DEFAULT_URL).rstrip("/") + "/chat/completions"
         self._headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {api_key}"} if api_key else {})
