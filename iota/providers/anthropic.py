@@ -33,12 +33,11 @@ from typing import Any
 
 import httpx
 
-from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
 from iota.providers._attachments import Image, Text
 from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
+from iota.providers._streaming import ToolCallParts, event_object, incomplete, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import OnText, Reply, Request, Timeouts
 
@@ -111,12 +110,7 @@ class StreamReading:
         # As in the SDK: an event without a name, a ping, or one without data carries nothing.
         if name is None or name == "ping" or not data:
             return
-        try:
-            event = json.loads(data)
-            if not isinstance(event, dict):
-                raise ValueError(f"an event that is not an object: {data[:100]!r}")
-        except ValueError as err:
-            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        event = event_object(self._provider, data)
         if name == "error":
             raise stream_failure(self._provider, event)
         if name == "message_start":

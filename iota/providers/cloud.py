@@ -37,7 +37,7 @@ import trio
 
 from iota.errors import ProviderError, ProviderRejected
 from iota.providers._http import response_body
-from iota.providers._streaming import body_failure, http_failure, one_line
+from iota.providers._streaming import body_failure, http_failure, one_line, unreadable
 from iota.providers.anthropic import API_VERSION, MessagesProvider, StreamReading, request_fields
 from iota.providers.base import OnText, Reply, Request, Timeouts
 
@@ -147,7 +147,7 @@ class BedrockProvider(_CloudProvider):
         except httpx.TransportError as err:
             raise body_failure(self.name, err) from err
         except (ParserError, ValueError, TypeError) as err:
-            raise ProviderError(f"{self.name}: the stream sent something unreadable ({one_line(str(err))})") from err
+            raise unreadable(self.name, err) from err
         return reading.reply()
 
 

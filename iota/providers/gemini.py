@@ -43,7 +43,7 @@ from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
 from iota.providers._attachments import Image
 from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events, response_body
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
+from iota.providers._streaming import ToolCallParts, event_object, incomplete, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import OnText, Reply, Request, Timeouts
 
@@ -123,12 +123,7 @@ class _Reading:
     def take(self, data: str) -> None:
         if not data:
             return
-        try:
-            chunk = json.loads(data)
-            if not isinstance(chunk, dict):
-                raise ValueError(f"a chunk that is not an object: {data[:100]!r}")
-        except ValueError as err:
-            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        chunk = event_object(self._provider, data)
         if chunk.get("error"):
             raise stream_failure(self._provider, chunk)
         if isinstance(chunk.get("usageMetadata"), dict):

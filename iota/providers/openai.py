@@ -20,12 +20,11 @@ from typing import Any
 
 import httpx
 
-from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
 from iota.providers._attachments import Image
 from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider
-from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
+from iota.providers._streaming import ToolCallParts, body_failure, incomplete, stream_failure, unreadable
 from iota.providers._wire import WireHistory, dump, json_object
 from iota.providers.base import OnText, Reply, Request, Timeouts
 
@@ -67,7 +66,7 @@ class OpenAIProvider(HttpProvider):
         except httpx.TransportError as err:
             raise body_failure(self.name, err) from err
         except ValueError as err:
-            raise ProviderError(f"{self.name}: the stream sent something unreadable ({one_line(str(err))})") from err
+            raise unreadable(self.name, err) from err
         if not reading.finish_reason:
             raise incomplete(self.name)
         return reading.reply()

@@ -55,7 +55,7 @@ from iota.errors import ProviderError
 from iota.messages import Message, Usage
 from iota.providers import openai
 from iota.providers._http import HttpProvider, read_events
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, retry_until_output, stream_failure
+from iota.providers._streaming import ToolCallParts, event_object, incomplete, retry_until_output, stream_failure
 from iota.providers._wire import WireHistory, dump, json_object
 from iota.providers.base import OnText, Reply, Request, Timeouts, ToolSpec
 
@@ -136,12 +136,7 @@ class _Reading:
     def take(self, data: str) -> None:
         if not data:
             return
-        try:
-            event = json.loads(data)
-            if not isinstance(event, dict):
-                raise ValueError(f"an event that is not an object: {data[:100]!r}")
-        except ValueError as err:
-            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        event = event_object(self._provider, data)
         kind = event.get("type")
         if kind == "error":  # {"type": "error", "code", "message", "param"}
             raise stream_failure(self._provider, {"error": event})
