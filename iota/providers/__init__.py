@@ -27,7 +27,7 @@ import importlib
 from typing import Callable
 
 from iota.errors import ConfigError
-from iota.providers.base import CONNECT_SECONDS, RAW_ARGUMENTS_KEY, STALL_SECONDS, Provider, Reply, Request, ToolSpec
+from iota.providers.base import CONNECT_SECONDS, RAW_ARGUMENTS_KEY, STALL_SECONDS, Provider, Reply, Request, Timeouts, ToolSpec
 
 PROVIDER_TYPES = ("anthropic", "openai", "openresponses", "gemini", "bedrock", "vertex")
 
@@ -49,31 +49,31 @@ def make_provider(
     bedrock (else the AWS environment's) and vertex, `project_id` for vertex (else the Google
     credentials'). Each provider's module is imported here, on first use: importing this
     package (which every `iota.providers.base` import does) costs nothing."""
-    timeouts = {"stall_seconds": stall_seconds, "connect_seconds": connect_seconds}
+    timeouts = Timeouts(stall_seconds, connect_seconds)
     if type == "anthropic":
         from iota.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(name, api_key, base_url, **timeouts)
+        return AnthropicProvider(name, api_key, base_url, timeouts)
     if type == "openai":
         from iota.providers.openai import OpenAIProvider
 
-        return OpenAIProvider(name, api_key, base_url, **timeouts)
+        return OpenAIProvider(name, api_key, base_url, timeouts)
     if type == "openresponses":
         from iota.providers.openresponses import OpenResponsesProvider
 
-        return OpenResponsesProvider(name, api_key, base_url, **timeouts)
+        return OpenResponsesProvider(name, api_key, base_url, timeouts)
     if type == "gemini":
         from iota.providers.gemini import GeminiProvider
 
-        return GeminiProvider(name, api_key, base_url, **timeouts)
+        return GeminiProvider(name, api_key, base_url, timeouts)
     if type == "bedrock":
         from iota.providers.cloud import BedrockProvider
 
-        return BedrockProvider(name, base_url, region=region, **timeouts)
+        return BedrockProvider(name, base_url, region=region, timeouts=timeouts)
     if type == "vertex":
         from iota.providers.cloud import VertexProvider
 
-        return VertexProvider(name, base_url, region=region, project_id=project_id, **timeouts)
+        return VertexProvider(name, base_url, region=region, project_id=project_id, timeouts=timeouts)
     raise ConfigError(f"providers.{name}.type: unknown provider type {type!r} (want {', '.join(PROVIDER_TYPES)})")
 
 

@@ -28,7 +28,7 @@ import trio
 
 from iota.errors import ProviderError, ResponseStalled
 from iota.providers._streaming import body_failure, http_failure, retry_until_output, unreachable
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request, RetryWait, retry_listener
+from iota.providers.base import OnText, Reply, Request, RetryWait, Timeouts, retry_listener
 
 HTTP_RETRIES = 2
 OVERLOADED = 529
@@ -42,12 +42,12 @@ MAX_BACKOFF = 8.0
 class HttpProvider:
     """The HTTP half of a provider; subclasses add the wire protocol (see the module docstring)."""
 
-    def __init__(self, name: str, *, stall_seconds: float = STALL_SECONDS, connect_seconds: float = CONNECT_SECONDS):
+    def __init__(self, name: str, timeouts: Timeouts):
         self.name = name
         self.reports_usage = True
         # The read timeout is the stall limit: httpx applies it to every read from the socket,
         # so it fires after that long without a single byte, headers or body.
-        self._timeout = httpx.Timeout(stall_seconds, connect=connect_seconds)
+        self._timeout = httpx.Timeout(timeouts.stall_seconds, connect=timeouts.connect_seconds)
         self._client: httpx.AsyncClient | None = None
 
     # --- what a subclass says ------------------------------------------------------------------

@@ -185,5 +185,21 @@ def unreachable(provider: str, url: str, err: httpx.TransportError) -> ProviderE
     return ProviderError(f"{provider}: cannot reach {url}" + (f" ({reason})" if reason else ""))
 
 
+def unreadable(provider: str, err: Exception) -> ProviderError:
+    """The error for stream data that is not what the protocol says (not JSON, a damaged frame)."""
+    return ProviderError(f"{provider}: the stream sent something unreadable ({one_line(str(err))})")
+
+
+def event_object(provider: str, data: str) -> dict[str, Any]:
+    """A server-sent event's data as the JSON object every protocol here sends; anything else is `unreadable`."""
+    try:
+        event = json.loads(data)
+        if not isinstance(event, dict):
+            raise ValueError(f"an event that is not an object: {data[:100]!r}")
+    except ValueError as err:
+        raise unreadable(provider, err) from err
+    return event
+
+
 def incomplete(provider: str) -> StreamBroke:
     return StreamBroke(ProviderError(f"{provider}: the reply ended before it was complete"))

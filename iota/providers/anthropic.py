@@ -33,14 +33,13 @@ from typing import Any
 
 import httpx
 
-from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
 from iota.providers._attachments import Image, Text
 from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
+from iota.providers._streaming import ToolCallParts, event_object, incomplete, stream_failure
 from iota.providers._wire import WireHistory, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import OnText, Reply, Request, Timeouts
 
 DEFAULT_URL = "https://api.anthropic.com"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
@@ -55,8 +54,8 @@ class MessagesProvider(HttpProvider):
     """The Messages API wherever it is served: the body, and the events read back. Where it goes
     and how it is authenticated is the subclass's (`encode`, `headers`)."""
 
-    def __init__(self, name: str, *, stall_seconds: float = STALL_SECONDS, connect_seconds: float = CONNECT_SECONDS):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, timeouts: Timeouts):
+        super().__init__(name, timeouts)
         # The conversation with the tool search's blocks, for requests with deferred tools, and without.
         self._histories = {True: WireHistory(partial(wire_messages, server_blocks=True)),
                            False: WireHistory(wire_messages)}
@@ -75,16 +74,8 @@ class MessagesProvider(HttpProvider):
 class AnthropicProvider(MessagesProvider):
     """Anthropic's own endpoint, with an API key."""
 
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None = None,
-        *,
-        stall_seconds: float = STALL_SECONDS,
-        connect_seconds: float = CONNECT_SECONDS,
-    ):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, api_key: str, base_url: str | None = None, timeouts: Timeouts = Timeouts()):
+        super().__init__(name, timeouts)
         self._endpoint = (base_url or DEFAULT_URL).rstrip("/") + "/v1/messages"
         self._headers = {"authorization": f"Bearer {api_key}", "anthropic-version": API_VERSION,
                          "content-type": "application/json", "accept": "application/json"}
@@ -119,12 +110,7 @@ class StreamReading:
         # As in the SDK: an event without a name, a ping, or one without data carries nothing.
         if name is None or name == "ping" or not data:
             return
-        try:
-            event = json.loads(data)
-            if not isinstance(event, dict):
-                raise ValueError(f"an event that is not an object: {data[:100]!r}")
-        except ValueError as err:
-            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        event = event_object(self._provider, data)
         if name == "error":
             raise stream_failure(self._provider, event)
         if name == "message_start":

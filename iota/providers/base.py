@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol
 from iota.messages import Message, ToolCall, Usage
 
 # How long a stream may go without a single byte before it fails as "Response stalled",
-# and how long connecting may take. Tests shrink these through the provider's constructor.
+# and how long connecting may take. Tests shrink these through `make_provider` (`Timeouts`).
 STALL_SECONDS = 300.0
 CONNECT_SECONDS = 15.0
 # How many times a provider retries a stream that broke after it started, while nothing of it
@@ -27,6 +27,15 @@ STREAM_RETRIES = 2
 # Tool-call arguments that are not a JSON object come back as {RAW_ARGUMENTS_KEY: "<the text>"},
 # so the tool runner can tell the model its arguments did not parse.
 RAW_ARGUMENTS_KEY = "_raw"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long a provider waits: between two bytes of a response (the stall limit) and for a
+    connection. Every provider's constructor takes one; `make_provider` builds it."""
+
+    stall_seconds: float = STALL_SECONDS
+    connect_seconds: float = CONNECT_SECONDS
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,9 @@ import trio
 
 from iota.errors import ProviderError, ProviderRejected
 from iota.providers._http import response_body
-from iota.providers._streaming import body_failure, http_failure, one_line
+from iota.providers._streaming import body_failure, http_failure, one_line, unreadable
 from iota.providers.anthropic import API_VERSION, MessagesProvider, StreamReading, request_fields
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import OnText, Reply, Request, Timeouts
 
 GOOGLE_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -51,8 +51,8 @@ def _missing(provider: str, kind: str, library: str) -> ProviderError:
 class _CloudProvider(MessagesProvider):
     """What Bedrock and Vertex share: credentials loaded on the first request, the model in the URL."""
 
-    def __init__(self, name: str, base_url: str | None, *, stall_seconds: float, connect_seconds: float):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, base_url: str | None, timeouts: Timeouts):
+        super().__init__(name, timeouts)
         self._base_url = base_url.rstrip("/") if base_url else None
         self._ready = False
 
@@ -73,8 +73,8 @@ class _CloudProvider(MessagesProvider):
 
 class BedrockProvider(_CloudProvider):
     def __init__(self, name: str, base_url: str | None = None, *, region: str | None = None,
-                 stall_seconds: float = STALL_SECONDS, connect_seconds: float = CONNECT_SECONDS):
-        super().__init__(name, base_url, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+                 timeouts: Timeouts = Timeouts()):
+        super().__init__(name, base_url, timeouts)
         self._region = region
         self._credentials: Any = None
 
@@ -147,7 +147,7 @@ class BedrockProvider(_CloudProvider):
         except httpx.TransportError as err:
             raise body_failure(self.name, err) from err
         except (ParserError, ValueError, TypeError) as err:
-            raise ProviderError(f"{self.name}: the stream sent something unreadable ({one_line(str(err))})") from err
+            raise unreadable(self.name, err) from err
         return reading.reply()
 
 
@@ -168,11 +168,10 @@ def _bedrock_event(headers: dict[str, Any], payload: bytes) -> tuple[str | None,
 
 class VertexProvider(_CloudProvider):
     def __init__(self, name: str, base_url: str | None = None, *, region: str | None = None,
-                 project_id: str | None = None, stall_seconds: float = STALL_SECONDS,
-                 connect_seconds: float = CONNECT_SECONDS):
+                 project_id: str | None = None, timeouts: Timeouts = Timeouts()):
         if not region:
             raise ProviderError(f"providers.{name}.region: a vertex provider needs its region (e.g. us-east5 or global)")
-        super().__init__(name, base_url, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+        super().__init__(name, base_url, timeouts)
         self._region = region
         self._project_id = project_id
         self._credentials: Any = None

@@ -43,9 +43,9 @@ from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
 from iota.providers._attachments import Image
 from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events, response_body
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, stream_failure
+from iota.providers._streaming import ToolCallParts, event_object, incomplete, stream_failure
 from iota.providers._wire import WireHistory, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import OnText, Reply, Request, Timeouts
 
 DEFAULT_URL = "https://generativelanguage.googleapis.com"
 KEY_VARIABLE = "GOOGLE_API_KEY"
@@ -62,16 +62,8 @@ STOP_REASONS = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens", "SAFETY": "refus
 
 
 class GeminiProvider(HttpProvider):
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None = None,
-        *,
-        stall_seconds: float = STALL_SECONDS,
-        connect_seconds: float = CONNECT_SECONDS,
-    ):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, api_key: str, base_url: str | None = None, timeouts: Timeouts = Timeouts()):
+        super().__init__(name, timeouts)
         self._base_url = (base_url or DEFAULT_URL).rstrip("/")
         self._headers = {"content-type": "application/json", "accept": "text/event-stream"} | (
             {"x-goog-api-key": api_key} if api_key else {})
@@ -131,12 +123,7 @@ class _Reading:
     def take(self, data: str) -> None:
         if not data:
             return
-        try:
-            chunk = json.loads(data)
-            if not isinstance(chunk, dict):
-                raise ValueError(f"a chunk that is not an object: {data[:100]!r}")
-        except ValueError as err:
-            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        chunk = event_object(self._provider, data)
         if chunk.get("error"):
             raise stream_failure(self._provider, chunk)
         if isinstance(chunk.get("usageMetadata"), dict):

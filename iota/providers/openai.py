@@ -20,14 +20,13 @@ from typing import Any
 
 import httpx
 
-from iota.errors import ProviderError
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
 from iota.providers._attachments import Image
 from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider
-from iota.providers._streaming import ToolCallParts, body_failure, incomplete, one_line, stream_failure
+from iota.providers._streaming import ToolCallParts, body_failure, incomplete, stream_failure, unreadable
 from iota.providers._wire import WireHistory, dump, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request
+from iota.providers.base import OnText, Reply, Request, Timeouts
 
 DEFAULT_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -36,16 +35,8 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 
 
 class OpenAIProvider(HttpProvider):
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None = None,
-        *,
-        stall_seconds: float = STALL_SECONDS,
-        connect_seconds: float = CONNECT_SECONDS,
-    ):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, api_key: str, base_url: str | None = None, timeouts: Timeouts = Timeouts()):
+        super().__init__(name, timeouts)
         # We ask for usage with include_usage; a server that ignores it gives zeros.
         self._endpoint = (base_url or DEFAULT_URL).rstrip("/") + "/chat/completions"
         self._headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {api_key}"} if api_key else {})
@@ -75,7 +66,7 @@ class OpenAIProvider(HttpProvider):
         except httpx.TransportError as err:
             raise body_failure(self.name, err) from err
         except ValueError as err:
-            raise ProviderError(f"{self.name}: the stream sent something unreadable ({one_line(str(err))})") from err
+            raise unreadable(self.name, err) from err
         if not reading.finish_reason:
             raise incomplete(self.name)
         return reading.reply()

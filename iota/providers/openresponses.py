@@ -55,9 +55,9 @@ from iota.errors import ProviderError
 from iota.messages import Message, Usage
 from iota.providers import openai
 from iota.providers._http import HttpProvider, read_events
-from iota.providers._streaming import ToolCallParts, incomplete, one_line, retry_until_output, stream_failure
+from iota.providers._streaming import ToolCallParts, event_object, incomplete, retry_until_output, stream_failure
 from iota.providers._wire import WireHistory, dump, json_object
-from iota.providers.base import CONNECT_SECONDS, STALL_SECONDS, OnText, Reply, Request, ToolSpec
+from iota.providers.base import OnText, Reply, Request, Timeouts, ToolSpec
 
 # Why a response ended early, in the words the rest of iota uses for `stop_reason`.
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
@@ -75,16 +75,8 @@ MAX_SEARCH_ROUNDS = 8
 
 
 class OpenResponsesProvider(HttpProvider):
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None = None,
-        *,
-        stall_seconds: float = STALL_SECONDS,
-        connect_seconds: float = CONNECT_SECONDS,
-    ):
-        super().__init__(name, stall_seconds=stall_seconds, connect_seconds=connect_seconds)
+    def __init__(self, name: str, api_key: str, base_url: str | None = None, timeouts: Timeouts = Timeouts()):
+        super().__init__(name, timeouts)
         self._endpoint = (base_url or openai.DEFAULT_URL).rstrip("/") + "/responses"
         self._headers = {"content-type": "application/json", "accept": "text/event-stream"} | (
             {"authorization": f"Bearer {api_key}"} if api_key else {})
@@ -144,12 +136,7 @@ class _Reading:
     def take(self, data: str) -> None:
         if not data:
             return
-        try:
-            event = json.loads(data)
-            if not isinstance(event, dict):
-                raise ValueError(f"an event that is not an object: {data[:100]!r}")
-        except ValueError as err:
-            raise ProviderError(f"{self._provider}: the stream sent something unreadable ({one_line(str(err))})") from err
+        event = event_object(self._provider, data)
         kind = event.get("type")
         if kind == "error":  # {"type": "error", "code", "message", "param"}
             raise stream_failure(self._provider, {"error": event})

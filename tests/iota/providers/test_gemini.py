@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from iota.errors import ContextTooLong, ProviderRejected
+from iota.errors import ContextTooLong, ProviderError, ProviderRejected
 from iota.messages import Message, ToolCall
 from iota.providers import Request, gemini
 from iota.providers._streaming import StreamBroke
@@ -137,6 +137,12 @@ def test_an_error_chunk_breaks_the_stream_and_one_without_a_finish_is_incomplete
 
     with pytest.raises(StreamBroke, match="^fake: the reply ended before it was complete$"):
         read_chunks(candidate({"text": "cut"})).reply()
+
+
+@pytest.mark.parametrize("data, reason", [("[1]", "an event that is not an object"), ("{cut", "Expecting property name")])
+def test_a_chunk_that_is_not_a_json_object_is_unreadable(data, reason):
+    with pytest.raises(ProviderError, match=rf"^fake: the stream sent something unreadable \({reason}"):
+        gemini._Reading("fake", lambda text: None).take(data)
 
 
 @gemini_only
