@@ -13,7 +13,7 @@ import pytest
 from iota import paths
 from iota.sessions.bundle import read_meta
 from tests.e2e.conftest import IOTA, READY
-from tests.e2e.test_chat import age, make_chat_session, terminal_start
+from tests.e2e.test_chat import age, make_chat_session
 from tests.support.fake_model import DEFAULT_TITLE, Gate
 from tests.support.terminal import say, terminal  # noqa: F401  (the fixture)
 
