@@ -16,7 +16,7 @@ from iota import paths
 from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_hosts import FakeHerdr
 from tests.support.fake_model import Gate, tool_call
-from tests.support.terminal import terminal  # noqa: F401  (the fixture)
+from tests.support.terminal import say, terminal  # noqa: F401  (the fixture)
 
 BOT = "  coder:\n    mode: bot\n    model: m\n    context_window: 32k\n"
 PAST = 17_000  # input tokens past the 16k threshold
@@ -33,12 +33,6 @@ def bot(iota, terminal):
         return screen
 
     return start
-
-
-def say(screen, text: str, answer: str) -> None:
-    screen.type(text)
-    screen.send_keys("Enter")
-    screen.wait_for(answer)
 
 
 def records():

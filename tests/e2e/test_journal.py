@@ -17,7 +17,7 @@ from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfi
 from iota.sessions.bundle import Session
 from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import tool_call
-from tests.support.terminal import terminal  # noqa: F401  (the fixture)
+from tests.support.terminal import say, terminal  # noqa: F401  (the fixture)
 from tests.support.turns import Call, write_turn
 
 BOT = "  coder:\n    mode: bot\n    model: m\n    tools:\n      code: {auto_write: true}\n"
@@ -33,12 +33,6 @@ def bot(iota, terminal):
         return screen
 
     return start
-
-
-def say(screen, text: str, answer: str) -> None:
-    screen.type(text)
-    screen.send_keys("Enter")
-    screen.wait_for(answer)
 
 
 def bot_log():

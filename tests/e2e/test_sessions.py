@@ -13,9 +13,9 @@ import pytest
 from iota import paths
 from iota.sessions.bundle import read_meta
 from tests.e2e.conftest import IOTA, READY
-from tests.e2e.test_chat import age, make_chat_session, terminal_start
+from tests.e2e.test_chat import age, make_chat_session
 from tests.support.fake_model import DEFAULT_TITLE, Gate
-from tests.support.terminal import terminal  # noqa: F401  (the fixture)
+from tests.support.terminal import say, terminal  # noqa: F401  (the fixture)
 
 CHAT = "  chat: {model: m}\n"
 FIRST = "help me plan my vegetable garden for spring"
@@ -50,12 +50,6 @@ def wait_for_meta(bundle: Path, key: str, value, timeout: float = 10.0) -> dict:
         time.sleep(0.02)
 
 
-def send(screen, text: str, answer: str) -> None:
-    screen.type(text)
-    screen.send_keys("Enter")
-    screen.wait_for(answer)
-
-
 def snapshot(bundle: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(bundle.iterdir()) if path.is_file()}
 
@@ -68,7 +62,7 @@ def test_the_title_pass_names_the_session_after_its_first_exchange(iota, chat):
     iota.model.reply("Start with the soil.")
     iota.model.title("Spring vegetable garden")
     screen = chat("run", "chat")
-    send(screen, FIRST, "Start with the soil.")
+    say(screen, FIRST, "Start with the soil.")
     asked = iota.model.wait_for_title_request()
     assert asked.body["model"] == "fake-model"
     [message] = asked.body["messages"]
@@ -88,7 +82,7 @@ def test_a_failing_title_pass_leaves_the_opening_words(iota, chat):
     iota.model.reply("Start with the soil.")
     iota.model.fail_title(400, message="no titles today")
     screen = chat("run", "chat")
-    send(screen, FIRST, "Start with the soil.")
+    say(screen, FIRST, "Start with the soil.")
     assert iota.model.wait_for_title_request().body["messages"]
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
@@ -102,7 +96,7 @@ def test_title_model_is_asked_instead_of_the_chats_model(iota, chat):
     config.write_text(config.read_text().replace("models:\n", "models:\n  small: {provider: fake, id: small-model}\n"))
     iota.model.reply("Sure.")
     screen = chat("run", "chat")
-    send(screen, "name this", "Sure.")
+    say(screen, "name this", "Sure.")
     assert iota.model.wait_for_title_request().body["model"] == "small-model"
     assert iota.model.requests[0].body["model"] == "fake-model"
     wait_for_meta(only_session(), "title", DEFAULT_TITLE)
@@ -117,9 +111,9 @@ def test_the_title_pass_never_delays_the_chat(iota, chat):
     iota.model.reply("Start with the soil.")
     iota.model.reply("Tomatoes need sun.")
     screen = chat("run", "chat")
-    send(screen, FIRST, "Start with the soil.")
+    say(screen, FIRST, "Start with the soil.")
     held = iota.model.wait_for_title_request()
-    send(screen, "and tomatoes?", "Tomatoes need sun.")  # not behind the held title request
+    say(screen, "and tomatoes?", "Tomatoes need sun.")  # not behind the held title request
     assert held.wait_done() and held.disconnected
     retried = iota.model.wait_for_title_request(2)
     assert FIRST in retried.body["messages"][0]["content"]
@@ -143,7 +137,7 @@ def test_a_title_the_model_writes_cannot_reach_the_terminal_as_escapes(iota, cha
     iota.model.reply("ok")
     iota.model.title("\x1b]0;owned\x07Evil\x1b[2J title\u202e\x9b31m\nrm -rf ~")
     screen = chat("run", "chat")
-    send(screen, "hello", "ok")
+    say(screen, "hello", "ok")
     iota.model.wait_for_title_request()
     bundle = only_session()
     wait_for_meta(bundle, "title", "]0;ownedEvil[2J title31m")
@@ -158,7 +152,7 @@ def test_rename_in_the_chat_and_from_the_command_line(iota, chat):
     iota.write_config(CHAT)
     iota.model.reply("ok")
     screen = chat("run", "chat")
-    send(screen, "hello", "ok")
+    say(screen, "hello", "ok")
     bundle = only_session()
     wait_for_meta(bundle, "title", DEFAULT_TITLE)
     screen.type("/rename Garden plans")
@@ -186,11 +180,11 @@ def test_fork_keeps_the_original_byte_identical_and_the_fork_starts_from_what_th
     iota.model.reply("Paths of gravel.")
     iota.model.reply("SUMMARY: beds, tomatoes")  # the compaction's summary
     screen = chat("run", "chat")
-    send(screen, "how wide should beds be?", "Beds of one metre.")
+    say(screen, "how wide should beds be?", "Beds of one metre.")
     parent = only_session()
     wait_for_meta(parent, "title", DEFAULT_TITLE)
-    send(screen, "where do tomatoes go?", "Tomatoes by the wall.")
-    send(screen, "and the paths?", "Paths of gravel.")
+    say(screen, "where do tomatoes go?", "Tomatoes by the wall.")
+    say(screen, "and the paths?", "Paths of gravel.")
     screen.type("/compact")
     screen.send_keys("Enter")
     screen.wait_for("Context compacted")
@@ -201,7 +195,7 @@ def test_fork_keeps_the_original_byte_identical_and_the_fork_starts_from_what_th
     screen.send_keys("Enter")
     child_id = re.search(rf"Forked session {parent.name} as ([0-9a-z]{{12}})",
                          screen.wait_for("Forked session")).group(1)
-    send(screen, "what about raised beds?", "Try raised beds.")
+    say(screen, "what about raised beds?", "Try raised beds.")
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
 
@@ -224,7 +218,7 @@ def test_resume_fork_from_the_command_line(iota, chat):
     iota.model.reply("Raised ones, then.")
     screen = chat("resume", "--fork", original[:5])
     screen.wait_for(f"Forked from session {original}; the original is unchanged.")
-    send(screen, "and raised?", "Raised ones, then.")
+    say(screen, "and raised?", "Raised ones, then.")
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
     assert [m["content"] for m in iota.model.requests[0].body["messages"]] == [
@@ -416,7 +410,7 @@ def test_a_bot_keeps_its_name_and_cannot_fork_or_be_forked(iota, chat):
     iota.write_config("  coder:\n    mode: bot\n    model: m\n    tools:\n      code:\n")
     iota.model.reply("Hello.")
     screen = chat("run", "coder")
-    send(screen, "hello bot", "Hello.")
+    say(screen, "hello bot", "Hello.")
     screen.type("/fork")
     screen.send_keys("Enter")
     screen.wait_for("/fork is not available in a bot: a bot has one conversation")

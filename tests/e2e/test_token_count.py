@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from tests.e2e.test_chat import chat, iota_pid  # noqa: F401  (the fixture)
-from tests.support.terminal import terminal  # noqa: F401  (the fixture under `chat`)
+from tests.support.terminal import say, terminal  # noqa: F401  (the fixture under `chat`)
 
 OFFER = "— compact before sending?"
 
@@ -17,12 +17,6 @@ OFFER = "— compact before sending?"
 def encoding_loaded(screen) -> bool:
     """Whether the `iota` in the pane has loaded toktok's extension (it loads it to count, and only then)."""
     return "_toktok" in Path(f"/proc/{iota_pid(screen)}/maps").read_text()
-
-
-def say(screen, text: str, answer: str) -> None:
-    screen.type(text)
-    screen.send_keys("Enter")
-    screen.wait_for(answer)
 
 
 def test_an_ordinary_chat_never_loads_the_encoding(iota, chat):

@@ -136,6 +136,13 @@ class Terminal:
             self._socket.unlink(missing_ok=True)
 
 
+def say(screen: Terminal, text: str, answer: str | re.Pattern[str]) -> str:
+    """One message of a conversation: type `text`, press Enter, wait for `answer`; return the screen."""
+    screen.type(text)
+    screen.send_keys("Enter")
+    return screen.wait_for(answer)
+
+
 class Terminals:
     """What the `terminal` fixture gives a test: `start(...)` opens a terminal."""
 
