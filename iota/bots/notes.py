@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from iota import yaml_load
 from iota.bots.records import clip
 from iota.memory.document import go_quote
 from iota.sessions.meta import write_atomically
@@ -160,7 +161,7 @@ def name_for(title: str) -> str:
 def _read_note(path: Path) -> Note:
     front, body = split_front_matter(path.read_text(encoding="utf-8"))
     try:
-        meta = yaml.safe_load(front) if front is not None else None
+        meta = yaml_load.safe_load(front) if front is not None else None
     except yaml.YAMLError:
         meta = None
     meta = meta if isinstance(meta, dict) else {}

@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from iota import yaml_load
 from iota.bots.bot import bot_dir
 from iota.chat import read_instructions
 from iota.config import blocks, settings, trust
@@ -121,7 +122,7 @@ def _raw_entry(config: Config, name: str) -> dict[str, Any]:
     """The entry as the file that defines it has it (keys as written, `${…}` unexpanded)."""
     source = config.sources.get(f"agents.{name}")
     try:
-        document = yaml.safe_load(Path(source).read_text(encoding="utf-8")) if source else {}
+        document = yaml_load.safe_load(Path(source).read_text(encoding="utf-8")) if source else {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise ConfigError(f"cannot read {source} ({error})") from None
     entry = ((document or {}).get("agents") or {}).get(name)
@@ -252,7 +253,7 @@ def _bundle_of(path: Path, contents: dict[str, bytes]) -> Bundle:
 def _check_skill(slug: str, text: str) -> None:
     front, _ = split_front_matter(text)
     try:
-        meta = yaml.safe_load(front) if front is not None else None
+        meta = yaml_load.safe_load(front) if front is not None else None
     except yaml.YAMLError:
         meta = None
     if not isinstance(meta, dict) or meta.get("name") != slug or not isinstance(meta.get("description"), str):
@@ -379,7 +380,7 @@ def _owned(soul: str, name: str) -> str:
 
 def _document(path: Path) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(blocks.read_text(path)) if path.exists() else {}
+        document = yaml_load.safe_load(blocks.read_text(path)) if path.exists() else {}
     except yaml.YAMLError:
         raise ConfigError(f"{path} is not valid YAML; fix it first (`iota config check -c {path}`)") from None
     return document if isinstance(document, dict) else {}

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from iota import yaml_load
 from iota.errors import ConfigError
 
 
@@ -53,7 +54,7 @@ def remove_entry(path: Path, key: str, name: str) -> None:
 def entries(path: Path, text: str, key: str) -> dict[str, Any]:
     """The entries of the `key:` block of `text` (the file at `path`), by name."""
     try:
-        document = yaml.safe_load(text) or {}
+        document = yaml_load.safe_load(text) or {}
     except yaml.YAMLError:
         raise ConfigError(f"{path} is not valid YAML; fix it first (`iota config check -c {path}`)") from None
     found = document.get(key) if isinstance(document, dict) else None
@@ -87,7 +88,7 @@ def with_entry_added(text: str, key: str, name: str, entry: dict[str, Any]) -> s
         return "".join(lines[:at]) + _ended(lines[at - 1], newline) \
             + _render_entry(name, entry, 2, newline) + "".join(lines[at:])
     # Flow style (`mcp_servers: {}`): write the block out again, in block style.
-    others = yaml.safe_load(text)[key] or {}
+    others = yaml_load.safe_load(text)[key] or {}
     block = f"{key}:{newline}" + "".join(
         _render_entry(other, fields, 2, newline) for other, fields in {**others, name: entry}.items())
     start, end = key_node.start_mark.line, _end_line(lines, key_node.start_mark.line, value.end_mark)
@@ -100,7 +101,7 @@ def with_entry_removed(text: str, key: str, name: str) -> str:
     if not _is_block_mapping(value):
         # Flow style: the block alone is written out again without the entry.
         newline = "\r\n" if "\r\n" in text else "\n"
-        others = {other: fields for other, fields in (yaml.safe_load(text)[key] or {}).items() if other != name}
+        others = {other: fields for other, fields in (yaml_load.safe_load(text)[key] or {}).items() if other != name}
         block = f"{key}:{newline}" + "".join(_render_entry(other, fields, 2, newline)
                                               for other, fields in others.items())
         start, end = key_node.start_mark.line, _end_line(lines, key_node.start_mark.line, value.end_mark)
@@ -185,7 +186,7 @@ def _scalar(value: Any) -> str:
         return json.dumps(value)
     if re.fullmatch(r"[A-Za-z0-9_./@+=~-][A-Za-z0-9_./@+=~:-]*", value):
         try:
-            if yaml.safe_load(f"k: {value}") == {"k": value} and yaml.safe_load(f"[{value}]") == [value]:
+            if yaml_load.safe_load(f"k: {value}") == {"k": value} and yaml_load.safe_load(f"[{value}]") == [value]:
                 return value
         except yaml.YAMLError:
             pass
@@ -194,7 +195,7 @@ def _scalar(value: Any) -> str:
 
 def _expected(path: Path, text: str, key: str, name: str, entry: dict[str, Any] | None) -> dict[str, Any]:
     """The document the rewrite must parse to: the old one with `name` added (or removed)."""
-    document = yaml.safe_load(text) or {}
+    document = yaml_load.safe_load(text) or {}
     block = dict(entries(path, text, key))
     if entry is None:
         del block[name]
@@ -209,7 +210,7 @@ def _write(path: Path, key: str, text: str, expected: dict[str, Any],
     """Write `text` over the file (through a symlink, to the file it names) if it reads back as
     `expected` and passes `check`; the file is replaced in one step, keeping its permissions."""
     try:
-        written = yaml.safe_load(text) or {}
+        written = yaml_load.safe_load(text) or {}
     except yaml.YAMLError:
         written = None
     if _normal(written, key) != expected:

@@ -12,7 +12,7 @@ import pytest
 from iota import paths
 from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import tool_call
-from tests.support.terminal import terminal  # noqa: F401  (the fixture)
+from tests.support.terminal import say, terminal  # noqa: F401  (terminal: the fixture)
 
 TODAY = datetime.date.today().isoformat()
 BOTS = ("  main:\n    mode: bot\n    model: m\n"
@@ -41,12 +41,6 @@ def bot(iota, terminal):
 
     start.terminals = terminal
     return start
-
-
-def say(screen, text: str, answer: str) -> None:
-    screen.type(text)
-    screen.send_keys("Enter")
-    screen.wait_for(answer)
 
 
 def system_of(request) -> str:
