@@ -54,6 +54,7 @@ import urwid
 from actors.events import (Ask, CancelInnermost, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
                            JobsView, Leave, LoadOlder, Older, OpenTasks, SendQueued, SlashCommands, Status, Submit,
                            TakeBackQueued, TakenBack, TurnEnded, UserEcho)
+from actors.input import command_and_argument
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
 from ui.widgets.jobs import JobsBrowser
@@ -296,7 +297,7 @@ class ChatLayout(urwid.WidgetWrap):
 
     def _submit(self, text: str) -> bool:
         """Enter on the composer's text. False keeps the text there: it was not sent (yet)."""
-        word, _, rest = text.strip().partition(" ")
+        word, rest = command_and_argument(text)
         if COMMAND_WORD.fullmatch(word):
             matches = self.suggestions.matching(word)
             if len(matches) > 1:

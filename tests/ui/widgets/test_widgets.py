@@ -328,6 +328,18 @@ def test_ctrl_j_and_the_modified_enters_insert_a_newline_and_a_paste_keeps_its_n
     assert screen.inputs == [Submit("one\ntwo\n\nthree\nfour")]
 
 
+def test_enter_on_a_unique_command_start_runs_it_whatever_space_follows_it():
+    """`/stat` then a new line is the word `/stat`, as the command line reads it (any whitespace
+    ends a command's name), so Enter runs `/status`."""
+    screen = Screen()
+    screen.layout.apply(SlashCommands((("/session", "Resume or delete"), ("/status", "Show the status"))))
+    screen.type("/stat")
+    screen.keys("ctrl j")
+    screen.type("verbose")
+    screen.keys("enter")
+    assert screen.inputs == [Submit("/status verbose")]
+
+
 def test_tab_completes_a_slash_command_from_the_suggestion_row_cycling_through_the_matches():
     screen = Screen()
     screen.layout.apply(SlashCommands((("save", "Save this session"), ("/session", "Resume or delete"),
