@@ -17,7 +17,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Callable
 
-from actors import work_commands
+from actors.commands import work as work_commands
 from actors.auto_continue import AutoContinue
 from actors.lane import Lane
 from actors.scheduler import Scheduler

@@ -19,7 +19,7 @@ import trio
 from actors.events import (Compaction, Notice, Older, TextDelta, ToolEnded, ToolStarted, TurnEnded,
                            UserEcho)
 from iota.messages import ASSISTANT, COMPACTION, TOOL, USER, Message, ToolCall
-from iota.sessions.attachments import attached_line
+from iota.attachments import attached_line
 from iota.sessions.history import LogHistory
 from iota.sessions.log import LOG_NAME
 

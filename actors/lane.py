@@ -57,7 +57,7 @@ from iota.errors import ContextTooLong, IotaError, SessionError
 from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.providers.base import retry_listener
-from iota.sessions.attachments import Attachment, attached_line
+from iota.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
@@ -106,7 +106,7 @@ class Lane:
         # starts, so it can stand aside, and each time the lane comes to rest with nothing queued.
         self.on_job_start: list[Callable[[], None]] = []
         self.on_rest: list[Callable[[Lane], None]] = []
-        # Files `/file` attached, waiting for the next message the person sends (actors.file_command).
+        # Files `/file` attached, waiting for the next message the person sends (actors.commands.file).
         self.attachments: list[Attachment] = []
         # Called, without waiting, once each model turn is saved (its turn_end written), with the
         # turn and how it ended (finished, failed, cancelled, interrupted).

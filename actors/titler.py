@@ -3,7 +3,7 @@ background, without ever delaying the chat.
 
 When the lane comes to rest after a job and the session it writes has no title yet but has a
 first exchange, the session gets the fallback title at once (the opening words of the person's
-first message, iota.sessions.titles), and a background task asks the model — the chat's own, or
+first message, iota.titles), and a background task asks the model — the chat's own, or
 the agent's `title_model:` — for a better one, which replaces the fallback when it comes back.
 
 Why a background task, and not a job on the lane. Every model call of the conversation is a
@@ -37,7 +37,7 @@ from iota.config import settings
 from iota.errors import IotaError
 from iota.providers.base import Provider
 from iota.sessions.bundle import Session
-from iota.sessions.titles import Opening, first_exchange, generate_title, opening_words
+from iota.titles import Opening, first_exchange, generate_title, opening_words
 
 # How long a title pass may take, and how often one that was stood aside is tried again.
 TITLE_SECONDS = 30.0

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.figures import SPREAD_HEADER, interleaved, parser, ratio, spread  # noqa: E402
 from iota.tools.jobs import open_job_table  # noqa: E402
-from iota.tools.sandbox import Sandbox, probe_sandbox  # noqa: E402
+from iota.sandbox.bwrap import Sandbox, probe_sandbox  # noqa: E402
 from iota.tools.shell import ShellTool  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 instructions, the project, and how its tools are opened. The headless turn and the terminal
 app both start from a `ChatSetup`.
 
-An iota started by a sandboxed iota's command is confined (iota.tools.confinement): every chat
+An iota started by a sandboxed iota's command is confined (iota.sandbox.confinement): every chat
 it would start passes `enforce_confinement` first, and its shell must get a working sandbox.
 """
 
@@ -31,7 +31,7 @@ from iota.sessions.bundle import Session
 from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
-from iota.tools.confinement import HEADLESS_ONLY, Confinement
+from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
 from iota.tools.skills import LoadSkill, Skill, discover
 
 
@@ -167,7 +167,7 @@ class ChatSetup:
         toolbox = Toolbox()
         tools = self.agent.tools
         if tools.code is not None:
-            from iota.tools.code import code_tools
+            from iota.tools.code.toolset import code_tools
 
             for tool in code_tools(self.project_root, read_only=tools.code.read_only,
                                    auto_write=tools.code.auto_write):
@@ -183,8 +183,8 @@ class ChatSetup:
             yield toolbox
             return
         from iota.tools.jobs import open_job_table
-        from iota.tools.environment import EnvironmentPolicy
-        from iota.tools.sandbox import Sandbox, probe_sandbox, startup_warnings
+        from iota.sandbox.environment import EnvironmentPolicy
+        from iota.sandbox.bwrap import Sandbox, probe_sandbox, startup_warnings
         from iota.tools.shell import ShellTool
 
         shell = tools.shell
@@ -251,7 +251,7 @@ def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentCo
         raise confinement.refuse("--mcp is refused (the server would run outside the sandbox)")
     shell = agent.tools.shell
     if shell is not None:
-        from iota.tools.sandbox import writable_paths
+        from iota.sandbox.bwrap import writable_paths
 
         confinement.check_shell(sandbox=shell.sandbox, network=shell.network,
                                 writable=writable_paths(confinement.root, shell_write_paths(shell, cwd)),

@@ -14,7 +14,7 @@ entries attached to a message. The model is sent it like any other; the transcri
 echo and search leave it out. Then `outcome`: how a turn ended (on its `turn_end`), and
 `rewound_to` (on a `rewind`), and `attachments`: the files a user message carries (`/file`), as
 the Rust iota writes them, `[{filename, mime, data_ref: "sha256:<hex>"}]`
-(iota.sessions.attachments). Three roles are the log's own bookkeeping, never sent to a model (see
+(iota.attachments). Three roles are the log's own bookkeeping, never sent to a model (see
 iota.sessions.log): `partial` (streamed reply text, flushed as it arrives), `tool_started` (a
 tool call is about to run) and `turn_end` (the turn is over; its `outcome` is `failed`,
 `cancelled` (the person stopped it) or `interrupted` (iota stopped: a signal, a quit, a crash),
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from iota.sessions.attachments import Attachment
+from iota.attachments import Attachment
 
 SYSTEM, USER, ASSISTANT, TOOL, COMPACTION = "system", "user", "assistant", "tool", "compaction"
 PARTIAL, TOOL_STARTED, TURN_END = "partial", "tool_started", "turn_end"

@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from actors.commands import COMMANDS, resume_opening
-from actors.help_command import help_command
+from actors.commands.registry import COMMANDS, resume_opening
+from actors.commands.help import help_command
 from actors.bot_work import BotWork, open_bot_work
 from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer

@@ -6,13 +6,13 @@
 
 What is attached waits on the lane (`Lane.attachments`) and goes with the next message the
 person sends, then is cleared; the message's record names it and the bundle keeps its bytes
-(iota.sessions.attachments). Each provider sends it in its own format (iota.providers).
+(iota.attachments). Each provider sends it in its own format (iota.providers).
 
 A path is judged as the code tools judge the model's: relative to the working directory (or
 absolute, `~` expanded), with every symlink resolved, and refused unless the real file lies
 inside the project. The project holds files the model and the commands it ran may have made,
 so a `notes.md` that is a link to `~/.ssh/id_ed25519` is refused, not sent to the provider.
-The file is opened through the code tools' jail (iota.tools.code_paths), component by
+The file is opened through the code tools' jail (iota.tools.code.paths), component by
 component without following a link, and only if it is a regular file: a FIFO is refused
 without being opened, so a FIFO never hangs the chat. The picker lists the regular files the
 code tools' walk sees (`.git` and what the root `.gitignore` ignores left out, links not
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import trio
 
 from actors.lane import Lane
-from iota.sessions.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentRefused, describe, make_attachment, megabytes
+from iota.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentRefused, describe, make_attachment, megabytes
 from iota.tools.base import ToolError
-from iota.tools.code_paths import Jail, open_failure
-from iota.tools.code_walk import walk_files
+from iota.tools.code.paths import Jail, open_failure
+from iota.tools.code.walk import walk_files
 
 FILE_HELP = "attach a file (text, or a PNG, JPEG, GIF or WebP image) to your next message: /file [path]"
 # The picker lists at most this many files: a larger tree is narrowed by giving a path.

@@ -18,18 +18,18 @@ from pathlib import Path
 import trio
 
 from actors.compactor import compact_command
-from actors.debug_command import DEBUG_HELP, debug
-from actors.edit_command import EDIT_HELP, edit_message
-from actors.file_command import FILE_HELP, attach_file
-from actors.jobs_command import JOBS_HELP, show_jobs
-from actors.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
-from actors.skill_command import run_skill
+from actors.commands.debug import DEBUG_HELP, debug
+from actors.commands.edit import EDIT_HELP, edit_message
+from actors.commands.file import FILE_HELP, attach_file
+from actors.commands.jobs import JOBS_HELP, show_jobs
+from actors.commands.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
+from actors.commands.skill import run_skill
 from actors.events import ComposerText, Notice, Panel, TurnEnded
-from actors.conversation_commands import clear, show_session
-from actors.help_command import help_command
+from actors.commands.conversation import clear, show_session
+from actors.commands.help import help_command
 from actors.history import SessionHistory
 from actors.lane import Lane
-from actors.tools_command import show_tools
+from actors.commands.tools import show_tools
 from iota import __version__
 from iota.config import params
 from iota.config.settings import EFFORTS
@@ -37,10 +37,10 @@ from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.sessions.conversation import Conversation
 from iota.text import format_size
-from iota.sessions import attachments
-from iota.sessions.attachments import describe
+from iota import attachments
+from iota.attachments import describe
 from iota.sessions.bundle import Session
-from actors.session_commands import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
+from actors.commands.session import (archive_session, delete_session, fork, offered_sessions, pick_session, rename,
                                      session_subcommand)
 
 
@@ -130,7 +130,7 @@ TEMPERATURES = (0.0, 0.2, 0.5, 0.7, 1.0)
 
 async def choose_model(lane: Lane, argument: str) -> None:
     """`/model [name]`: the model, its context window, effort, temperature or top_p, for the rest
-    of this process (the config is not changed), or the System tab (actors.model_tabs)."""
+    of this process (the config is not changed), or the System tab (actors.commands.model_tabs)."""
     setup = lane.setup
     if argument:
         await _switch_model(lane, argument)
@@ -215,7 +215,7 @@ def resume_opening(session: Session, conversation: Conversation) -> tuple[list, 
 async def sessions(lane: Lane, argument: str) -> None:
     """`/session`: resume another saved session here, delete, archive or unarchive one, picked
     from the session tree (typing filters it); `/session archive|unarchive|parent|unparent …`
-    (actors.session_commands). The one this chat is writing is not offered, nor a bot's."""
+    (actors.commands.session). The one this chat is writing is not offered, nor a bot's."""
     if argument:
         await session_subcommand(lane, argument)
         return

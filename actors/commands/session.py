@@ -7,7 +7,7 @@
     /session parent <id>       put this chat's session under <id> in the tree
     /session unparent          move it to the top of the tree
 
-Each runs as a lane job like every command (actors.commands). The files are changed by
+Each runs as a lane job like every command (actors.commands.registry). The files are changed by
 iota.sessions.manage, which takes each bundle's lock first: a session open in another process
 is refused with its pid, and this chat's own session is changed through its own handle. A bot
 has one conversation, which keeps the bot's name: `/fork` and `/rename` say so there, and a
@@ -27,7 +27,7 @@ from iota.errors import BotError, IotaError
 from iota.messages import SYSTEM, Message
 from iota.sessions import manage
 from iota.sessions.bundle import SessionInfo, list_sessions, resolve_session
-from iota.sessions.titles import clean_title
+from iota.titles import clean_title
 from iota.sessions.tree import children_of, tree_choices
 
 NOT_SAVED = "This chat is not saved (--no-save); /save keeps it"

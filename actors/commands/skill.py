@@ -1,6 +1,6 @@
 """`/skills <name> [instructions]`: run a skill — its SKILL.md body, then anything written after
 the name, is sent as the next message (before whatever else is queued). Bare `/skills` lists
-them (actors.commands)."""
+them (actors.commands.registry)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ async def show_tools(lane: Lane, argument: str) -> None:
 def toolset_of(tool) -> str:
     """The toolset a tool belongs to, by the module that defines it."""
     module = type(tool).__module__
-    for prefix, name in (("iota.tools.code", "code"), ("iota.tools.shell", "shell"), ("iota.tools.skills", "skills"),
+    for prefix, name in (("iota.tools.code.toolset", "code"), ("iota.tools.shell", "shell"), ("iota.tools.skills", "skills"),
                          ("iota.tools.ask", "ask"), ("iota.tools.remember", "memory"), ("iota.mcp", "mcp")):
         if module.startswith(prefix):
             return name

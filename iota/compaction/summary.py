@@ -64,7 +64,7 @@ from iota.errors import CompactionFailed, ProviderError
 from iota.memory.document import soft_warning
 from iota.messages import ASSISTANT, COMPACTION, SYSTEM, TOOL, USER, Message, Usage
 from iota.providers.base import Provider, Request
-from iota.sessions.attachments import describe
+from iota.attachments import describe
 from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER, summary_preamble
 
 # The meter's names are re-exported, so the chat and the compactor need only `iota.compaction.summary`.

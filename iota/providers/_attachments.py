@@ -19,7 +19,7 @@ import base64
 from dataclasses import dataclass
 
 from iota.messages import Message
-from iota.sessions.attachments import unavailable_text, wire_text
+from iota.attachments import unavailable_text, wire_text
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,8 @@ import trio
 
 from iota import paths
 from iota.errors import IotaError
-from iota.tools.placeholders import Protected, holding
-from iota.tools.sandbox_mounts import overlay, runtime_dirs
+from iota.sandbox.placeholders import Protected, holding
+from iota.sandbox.mounts import overlay, runtime_dirs
 
 # The bwrap arguments every command starts with: the root read-only, a fresh /dev and /proc,
 # its own PID and IPC namespaces, and the sandbox dies with iota.

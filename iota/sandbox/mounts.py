@@ -35,7 +35,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from iota.tools.placeholders import Protected
+from iota.sandbox.placeholders import Protected
 
 # The files and directories inside a git directory that git takes code or a redirection from.
 GIT_PROTECTED = (

@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from iota.tools.confinement import is_inside
+from iota.sandbox.confinement import is_inside
 
 _PLAIN = r"[A-Za-z0-9_\-./:=@%+,]"
 _SINGLE_QUOTED = r"'[^'\x00]*'"

@@ -7,7 +7,7 @@ bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.
     ~/.iota/sessions/projects/<slug>/<id>/     agent-mode sessions, one bucket per project
         meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
         messages.jsonl   the conversation, append-only (see iota.sessions.log)
-        attachments/     the files messages carry, one per content hash (iota.sessions.attachments)
+        attachments/     the files messages carry, one per content hash (iota.attachments)
         .lock            held by the one process writing the bundle; holds its pid
 
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
@@ -35,7 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from iota.sessions import attachments, locking
+from iota import attachments
+from iota.sessions import locking
 from iota.errors import AmbiguousSession, SessionError, SessionNotFound
 from iota.messages import (ASSISTANT, COMPACTION, PARTIAL, REWIND, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER,
                            Message)
@@ -50,7 +51,7 @@ from iota.sessions.log import (
     load_log,
     repair_tail,
 )
-from iota.sessions.titles import clean_title
+from iota.titles import clean_title
 from iota.sessions.meta import (
     META_NAME,
     now_stamp,

@@ -47,7 +47,7 @@ import trio
 
 from iota.text import format_elapsed
 from iota.tools.base import ToolError
-from iota.tools.processes import run_to_end, spawn
+from iota.sandbox.processes import run_to_end, spawn
 
 MAX_JOBS = 16
 # A foreground call still running after this many seconds lets go of its command (v0.5.0).

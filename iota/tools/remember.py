@@ -40,7 +40,7 @@ from iota.memory.kinds import MEMORY_MD, SOUL_MD, WRITABLE, FileKind
 from iota.memory.lines import MemoryRefusal, go_quote
 from iota.memory.provenance import unbacked, unbacked_change
 from iota.tools.base import Tool, ToolResult
-from iota.tools.code_write import unified_diff
+from iota.tools.code.write import unified_diff
 from iota.tools.remember_candidates import ACTIONS as CANDIDATE_ACTIONS
 from iota.tools.remember_candidates import ITEMS_SCHEMA, CandidateActions
 

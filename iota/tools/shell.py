@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult
-from iota.tools.confinement import Confinement
-from iota.tools.environment import EnvironmentPolicy
+from iota.sandbox.confinement import Confinement
+from iota.sandbox.environment import EnvironmentPolicy
 from iota.tools.jobs import (
     LET_GO_SECONDS,
     MAX_JOBS,
@@ -40,9 +40,9 @@ from iota.tools.jobs import (
     Outcome,
     command_name,
 )
-from iota.tools.reaper import reaper_argv
-from iota.tools.sandbox import Sandbox, find_bash
-from iota.tools.self_call import SelfCall, read_self_call, writable_code
+from iota.sandbox.reaper import reaper_argv
+from iota.sandbox.bwrap import Sandbox, find_bash
+from iota.sandbox.self_call import SelfCall, read_self_call, writable_code
 
 OUTSIDE_SANDBOX = "(outside the sandbox)"
 

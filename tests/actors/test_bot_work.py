@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from actors.bot_work import BotWork, open_bot_work
-from actors.commands import resume_opening
+from actors.commands.registry import resume_opening
 from actors.events import Choose, Notice, OpenTasks, Panel, TextDelta, TurnEnded, UserEcho
 from actors.lane import Command, Lane, UserMessage
 from actors.notifier import Ping, SetState, open_host_link

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from actors.commands import COMMANDS, REWIND_TITLE
+from actors.commands.registry import COMMANDS, REWIND_TITLE
 from actors.events import Choose, ComposerText, TextDelta, TurnEnded
 from actors.journal import JournalKeeper
 from actors.lane import Command, Lane, QuietTurn

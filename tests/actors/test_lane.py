@@ -1,6 +1,6 @@
 """The turn lane (actors.lane) with a real ChatSetup from a config in the tmp HOME that points at
 the fake model server: jobs in order, queueing, Ctrl+C, failed turns, approvals, and the slash
-commands of actors/commands.py.
+commands of actors/commands/registry.py.
 
 The lane talks real HTTP to the fake server on 127.0.0.1, so these tests run on trio's real
 clock; `fail_after` bounds only keep a broken lane from hanging the suite. Tests without any
@@ -20,7 +20,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from actors.commands import COMMANDS
+from actors.commands.registry import COMMANDS
 from actors.events import Choose, ErrorLine, Notice, Panel, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Command, JobNote, Lane, UserMessage
 from actors.notifier import open_host_link
@@ -513,11 +513,11 @@ async def test_interrupt_during_the_question_before_a_send_still_ends_the_turn(o
     assert ended == [TurnEnded(interrupted=True)]
 
 
-# ---- the echo of a resumed session (actors.commands.resume_opening, also used by /session) ----
+# ---- the echo of a resumed session (actors.commands.registry.resume_opening, also used by /session) ----
 
 
 def test_the_echo_of_a_resumed_round_keeps_replies_around_a_tool_call_apart(session):
-    from actors.commands import resume_opening
+    from actors.commands.registry import resume_opening
     from iota.messages import ToolCall
 
     call = ToolCall("c1", "read_file", {"path": "a.py"})

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from actors import supervisor
-from actors.commands import COMMANDS
+from actors.commands.registry import COMMANDS
 from actors.events import Card, Hint, Interrupt, Leave, SlashCommands, Status, Submit, TextDelta, TurnEnded, UserEcho
 from actors.supervisor import ChatParts, run_chat
 from iota import __version__

@@ -12,8 +12,8 @@ import pytest
 
 from iota.messages import ASSISTANT, USER, Message
 from iota.paths import sessions_dir
-from iota.sessions import attachments
-from iota.sessions.attachments import MAX_IMAGE_BYTES, MAX_TEXT_BYTES, Attachment, AttachmentRefused, make_attachment
+from iota import attachments
+from iota.attachments import MAX_IMAGE_BYTES, MAX_TEXT_BYTES, Attachment, AttachmentRefused, make_attachment
 from iota.sessions.bundle import Session
 from iota.sessions.conversation import Conversation
 from iota.sessions.manage import fork_bundle

@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from iota.tools.base import Toolbox
-from iota.tools.code import code_tools
-from iota.tools.code_set import CodeSet
+from iota.tools.code.toolset import code_tools
+from iota.tools.code.shared import CodeSet
 
 # A reader that has not answered by then is stuck on a FIFO for good.
 HANG_SECONDS = 5

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from iota.tools import processes
-from iota.tools.environment import EnvironmentPolicy
+from iota.sandbox import processes
+from iota.sandbox.environment import EnvironmentPolicy
 from iota.tools.jobs import open_job_table
-from iota.tools.sandbox import MAX_PROCESSES, probe_sandbox
+from iota.sandbox.bwrap import MAX_PROCESSES, probe_sandbox
 from iota.tools.shell import ShellTool
-from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)
+from tests.iota.sandbox.test_bwrap import outside_dir  # noqa: F401  (a fixture)
 from tests.iota.tools.test_shell import alive, assert_none_running, running
 from tests.support.sandbox import real_sandbox
 
@@ -384,7 +384,7 @@ async def test_the_chats_exit_takes_background_jobs_along(repo, sandboxed):
 CHILD = textwrap.dedent("""
     import sys, trio
     from iota.tools.jobs import open_job_table
-    from iota.tools.sandbox import probe_sandbox
+    from iota.sandbox.bwrap import probe_sandbox
     from iota.tools.shell import ShellTool
 
     async def main(root, sandboxed, command):

@@ -21,8 +21,8 @@ from iota.chat import prepare_chat
 from iota.config import settings
 from iota.messages import TOOL, USER, Message
 from iota.tools.base import ApprovalRequest
-from iota.tools.confinement import NETWORK_VARIABLE, ROOT_VARIABLE, WRITE_VARIABLE
-from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)
+from iota.sandbox.confinement import NETWORK_VARIABLE, ROOT_VARIABLE, WRITE_VARIABLE
+from tests.iota.sandbox.test_bwrap import outside_dir  # noqa: F401  (a fixture)
 from tests.support.fake_model import FakeModel, fake_model, tool_call  # noqa: F401  (the fixture)
 
 IOTA = Path(sys.executable).with_name("iota")

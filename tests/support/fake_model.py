@@ -41,7 +41,7 @@ for Anthropic two messages of one role in a row, are answered with HTTP 400 and 
 message, without taking a scripted answer. Such a request is kept in `rejected`, and
 `assert_no_unexpected()` fails the test for it too.
 
-iota's title pass (iota.sessions.titles: one request whose only message opens with
+iota's title pass (iota.titles: one request whose only message opens with
 `TITLE_INSTRUCTION`) runs in the background beside the conversation, so it would race the next
 turn for the scripted answers. It is served apart: scripted with `title(...)` or
 `fail_title(...)`, recorded in `title_requests` (not `requests`), and answered with
@@ -79,7 +79,7 @@ except ImportError:  # the benchmarks run the server from a plain install, witho
     pytest = None
 
 from iota.bots.upkeep import UPKEEP_HEADER
-from iota.sessions.titles import TITLE_INSTRUCTION
+from iota.titles import TITLE_INSTRUCTION
 from tests.support.api_rules import conversation_error
 
 DEFAULT_TITLE = "Fake session title"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iota.tools.sandbox import Sandbox, probe_sandbox
+from iota.sandbox.bwrap import Sandbox, probe_sandbox
 
 
 async def real_sandbox(root: Path, **options) -> Sandbox:

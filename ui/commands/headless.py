@@ -24,7 +24,7 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
-from iota.sessions.titles import fallback_title
+from iota.titles import fallback_title
 from iota.tools.base import ApprovalRequest
 from ui.widgets.controls import escape_controls
 

@@ -7,7 +7,7 @@ The flag rules live here, in one place, because they are the same for both comma
     iota resume -m without an id      iota resume needs a session id with -m (the picker is interactive)
     no -m and no terminal             interactive mode requires a terminal; use -m/--message for piped input
     -m or --no-save on a bot          refused (iota.bots.bot.check_bot_run), as is an entry that cannot be a bot
-    a chat without -m, confined       refused: an iota a sandboxed iota started runs headless (iota.tools.confinement)
+    a chat without -m, confined       refused: an iota a sandboxed iota started runs headless (iota.sandbox.confinement)
 
 In a terminal, errors that need no config (a resume id that matches nothing, a session or a bot
 open in another process) are said before any screen; then a first frame of plain ANSI is drawn
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from iota import __version__
 from iota.errors import IotaError
-from iota.tools.confinement import HEADLESS_ONLY, Confinement
+from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
 from ui.first_frame import FirstFrame
 
 

@@ -11,7 +11,7 @@ and the file's last lines; Esc goes back to the list, Esc on the list closes it.
 Kill, where Space checks a job and Enter kills the checked ones (the one under the cursor when
 none is checked). The answer — the ids to kill, or None — goes to `on_answer` once.
 
-`update` takes the table as read again (actors.jobs_command, once a second): the cursor stays on
+`update` takes the table as read again (actors.commands.jobs, once a second): the cursor stays on
 the job it was on, a job that ended leaves the list, one that started joins it. Every text that
 comes from a command (its line, its output) is drawn with its control characters escaped.
 """

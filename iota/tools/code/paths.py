@@ -27,7 +27,7 @@ import stat
 from dataclasses import dataclass
 
 from iota.tools.base import ToolError
-from iota.tools.protected import is_protected, protected_paths
+from iota.sandbox.protected import is_protected, protected_paths
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -75,7 +75,7 @@ class Jail:
     def refuse_protected(self, target: Target) -> None:
         """Refuse a write to a protected path, or to anything inside a `.git` at any depth.
 
-        The shared list (iota.tools.protected) is what the sandbox can bind read-only. The code
+        The shared list (iota.sandbox.protected) is what the sandbox can bind read-only. The code
         tools go further because they can, and never need to write git's own files: besides
         hooks and config, git takes code to run from more places inside a `.git` (`commondir`
         points it at another config, a nested repository has its own config), and a `.git` file

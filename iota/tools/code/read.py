@@ -14,7 +14,7 @@ import stat
 from typing import Any
 
 from iota.tools.base import ToolError, ToolResult
-from iota.tools.code_set import (
+from iota.tools.code.shared import (
     FOOTER_ROOM,
     MAX_FILE_BYTES,
     MAX_OUTPUT,
@@ -28,8 +28,8 @@ from iota.tools.code_set import (
     split_lines,
     text_arg,
 )
-from iota.tools.code_paths import Target, open_failure, open_regular_at, read_prefix
-from iota.tools.code_walk import Found, glob_regex, listing, walk_files
+from iota.tools.code.paths import Target, open_failure, open_regular_at, read_prefix
+from iota.tools.code.walk import Found, glob_regex, listing, walk_files
 
 GLOB_RESULTS = 200  # glob shows this many of its newest matches
 GLOB_CANDIDATES = 10_000  # and stops collecting matches past this many

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from iota.tools.base import Tool, ToolError, ToolResult
-from iota.tools.code_paths import Jail, Target
+from iota.tools.code.paths import Jail, Target
 
 # Every cap below is the Rust iota's, so the model sees the same limits whichever iota it runs in.
 MAX_OUTPUT = 65536  # bytes of tool output per call

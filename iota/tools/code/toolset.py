@@ -6,7 +6,7 @@
 The parts: `code_paths` (the jail: paths judged after resolving links, files opened without
 following one), `code_set` (the read-before-write ledger, the caps), `code_walk` (the
 .gitignore-aware walk and glob patterns), `code_read` and `code_write` (the tools). This module
-puts a set together. What no writer may touch is `iota.tools.protected`, shared with the shell's
+puts a set together. What no writer may touch is `iota.sandbox.protected`, shared with the shell's
 sandbox.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 
 from iota.tools.base import Tool
-from iota.tools.code_read import Glob, Grep, ListDir, ReadFile
-from iota.tools.code_set import CodeSet
-from iota.tools.code_write import EditFile, WriteFile
+from iota.tools.code.read import Glob, Grep, ListDir, ReadFile
+from iota.tools.code.shared import CodeSet
+from iota.tools.code.write import EditFile, WriteFile
 
 def code_tools(root: os.PathLike[str] | str, *, read_only: bool = False, auto_write: bool = False) -> list[Tool]:
     """The toolset's tools in the order the model is told about them; `read_only` leaves out the

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from iota.tools.base import ToolError
-from iota.tools.code_paths import DIRECTORY_FLAGS, Jail, Target
+from iota.tools.code.paths import DIRECTORY_FLAGS, Jail, Target
 
 # Rules past this much of a `.gitignore` are not read (one of that size is not a real one).
 GITIGNORE_MAX_BYTES = 1024 * 1024

@@ -17,8 +17,8 @@ import os
 from typing import Any, BinaryIO
 
 from iota.tools.base import ToolError, ToolResult
-from iota.tools.code_paths import Target, open_failure
-from iota.tools.code_set import (
+from iota.tools.code.paths import Target, open_failure
+from iota.tools.code.shared import (
     MAX_FILE_BYTES,
     CodeTool,
     byte_count,

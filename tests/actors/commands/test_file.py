@@ -8,7 +8,7 @@ import os
 
 import trio
 
-from actors.commands import resume_opening
+from actors.commands.registry import resume_opening
 from actors.events import Choose, Notice, TurnEnded, UserEcho
 from iota.sessions.bundle import Session
 from iota.sessions.conversation import Conversation

@@ -6,7 +6,7 @@ from __future__ import annotations
 from iota.compaction.meter import IMAGE_TOKENS, message_tokens
 from iota.compaction.summary import summary_request
 from iota.messages import ASSISTANT, USER, Message
-from iota.sessions.attachments import make_attachment
+from iota.attachments import make_attachment
 from tests.support.images import png
 
 

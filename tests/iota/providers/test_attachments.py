@@ -11,7 +11,7 @@ import pytest
 from iota.errors import ProviderError
 from iota.messages import USER, Message
 from iota.providers import Request
-from iota.sessions.attachments import Attachment, make_attachment
+from iota.attachments import Attachment, make_attachment
 from tests.support import api_rules, fake_dialects
 from tests.support.api_rules import images_in
 from tests.support.images import JPEG, png

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from iota.config.audit import check_sandbox_mode
-from iota.tools.sandbox import (
+from iota.sandbox.bwrap import (
     MAX_PROCESSES,
     Sandbox,
     SandboxUnavailable,
@@ -23,10 +23,10 @@ from iota.tools.sandbox import (
     startup_warnings,
     writable_paths,
 )
-from iota.tools import sandbox_mounts
+from iota.sandbox import mounts as sandbox_mounts
 from iota.tools.base import ToolError
-from iota.tools.code_paths import Jail
-from iota.tools.placeholders import NOTICE, Protected, holding
+from iota.tools.code.paths import Jail
+from iota.sandbox.placeholders import NOTICE, Protected, holding
 from tests.support.sandbox import real_sandbox
 
 # A Python the sandbox can see (see tests/security/test_sandbox_escapes.py).
@@ -287,7 +287,7 @@ def test_a_placeholder_lives_while_anyone_holds_it(tmp_path):
 def test_a_placeholder_held_by_another_process_stays_until_it_lets_go(tmp_path):
     path = tmp_path / ".iota.yaml"
     other = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom iota.tools.placeholders import Protected, holding\n"
+        [sys.executable, "-c", "import sys, time\nfrom iota.sandbox.placeholders import Protected, holding\n"
          "with holding([Protected(sys.argv[1])]):\n    print('held', flush=True)\n    sys.stdin.readline()\n",
          str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

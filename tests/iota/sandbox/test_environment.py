@@ -7,7 +7,7 @@ import pytest
 
 from iota.config import settings
 from iota.errors import ConfigError
-from iota.tools.environment import EnvironmentPolicy
+from iota.sandbox.environment import EnvironmentPolicy
 
 
 def test_names_that_look_secret_are_dropped_in_any_case():

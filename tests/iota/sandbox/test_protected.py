@@ -3,7 +3,7 @@ which also checks that the code tools refuse every one of them)."""
 
 from __future__ import annotations
 
-from iota.tools.protected import is_protected, protected_paths
+from iota.sandbox.protected import is_protected, protected_paths
 
 
 def test_the_list_names_git_submodules_project_config_and_iotas_home(tmp_path, fake_home):

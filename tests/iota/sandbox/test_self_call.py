@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from iota.tools.self_call import SelfCall, changes_config, only_reads, read_self_call, simple_command_words
+from iota.sandbox.self_call import SelfCall, changes_config, only_reads, read_self_call, simple_command_words
 
 
 def test_one_simple_command_is_read_into_its_words():

@@ -16,9 +16,9 @@ import trio
 from iota.tools.base import ToolError, Toolbox
 from iota.text import format_elapsed
 from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, open_job_table, read_capped
-from iota.tools.sandbox import Sandbox
+from iota.sandbox.bwrap import Sandbox
 from iota.tools.shell import ShellTool, go_duration
-from tests.iota.tools.test_sandbox import outside_dir  # noqa: F401  (a fixture)
+from tests.iota.sandbox.test_bwrap import outside_dir  # noqa: F401  (a fixture)
 from tests.support.sandbox import real_sandbox
 
 LET_GO = 0.5

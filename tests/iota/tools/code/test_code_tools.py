@@ -12,11 +12,11 @@ import time
 import pytest
 import trio
 
-from iota.tools import code_read, code_set, code_write
+from iota.tools.code import read as code_read, shared as code_set, write as code_write
 from iota.tools.base import Toolbox, ToolResult
 from iota.config.audit import READ_ONLY_AUTO_WRITE
-from iota.tools.code import code_tools
-from iota.tools.code_walk import GitIgnore, glob_regex
+from iota.tools.code.toolset import code_tools
+from iota.tools.code.walk import GitIgnore, glob_regex
 
 MB = 1024 * 1024
 
