@@ -68,7 +68,7 @@ def script(model: FakeModel, turns: int) -> None:
 
 async def drive(parts, timed: TimedProvider, turns: int, harness: list[float]):
     async def face(events: trio.MemoryReceiveChannel, inputs: trio.MemorySendChannel) -> None:
-        for turn in range(1, turns + 1):
+        for _turn in range(1, turns + 1):
             model_before, start = timed.seconds, time.perf_counter()
             await inputs.send(Submit("please keep going with the story"))
             ended = False

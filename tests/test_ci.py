@@ -1,4 +1,4 @@
-"""CI runs exactly the test command README.md gives, and that command runs pytest."""
+"""CI runs exactly the test command README.md gives, and that command lints with ruff, then runs pytest."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert lines[-1] == readme_test_command()
 
 
-def test_the_readme_test_command_installs_the_tools_and_runs_pytest():
+def test_the_readme_test_command_installs_the_tools_lints_and_runs_pytest():
     command = readme_test_command()
     assert command.startswith("scripts/install-test-tools && ")
-    assert command.endswith(".venv/bin/python -m pytest")
+    assert command.endswith(" && .venv/bin/ruff check && .venv/bin/python -m pytest")
     assert (REPO / "scripts" / "install-test-tools").stat().st_mode & 0o111

@@ -299,7 +299,7 @@ def track_memory_lines(entries: list[Entry], memory: MemoryFile, *, now: int, si
             if found is None:
                 continue
         kept.append(entry)
-    for key, (section, line) in lines.items():
+    for _key, (section, line) in lines.items():
         written = _DATE.search(line)
         created = _epoch(written.group(1)) if written else now
         kept.append(Entry(new_id(kept), normalize(line), DURABLE, section or "User", created=min(created, now),

@@ -59,7 +59,7 @@ async def test_the_fallback_is_on_disk_before_the_model_answers_and_the_answer_r
 
 async def test_every_job_makes_the_pass_stand_aside_and_it_is_tried_again_a_few_times(
         titled_lane, fake_model, session):
-    for n in range(ATTEMPTS):
+    for _ in range(ATTEMPTS):
         fake_model.title(gate=Gate())  # held until the next job cancels it
     for n in range(ATTEMPTS + 1):
         fake_model.reply(f"answer {n}")

@@ -158,7 +158,7 @@ def test_rm_with_sessions_deletes_the_conversation_too(iota, terminal):
 
 @pytest.mark.parametrize("args, message", [
     (["bots", "show", "nobody"], 'unknown bot "nobody" (bots: main, coder)'),
-    (["bots", "rm", "main", "-y"], f"bot main has no directory ({{bots}}/main does not exist); nothing to remove"),
+    (["bots", "rm", "main", "-y"], "bot main has no directory ({bots}/main does not exist); nothing to remove"),
     (["bots", "rm", "../x", "-y"], 'bot name "../x" must be letters, digits, ".", "_" or "-", at most 64 characters, '
                                    "starting with a letter or digit"),
 ])
