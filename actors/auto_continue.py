@@ -26,7 +26,7 @@ from actors.lane import Lane, QuietTurn, UserMessage
 from iota.bots.tasks import BLOCKED, IN_PROGRESS, Task, TaskBook, card_lines, next_runnable, open_tasks_block
 from iota.memory.document import go_quote
 from iota.messages import USER, Message
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 CONTINUE = "continue"
 

@@ -24,7 +24,7 @@ from actors.scheduler import Scheduler
 from iota.bots.notes import NotesLibrary
 from iota.bots.schedules import ScheduleBook
 from iota.bots.tasks import TaskBook
-from iota.bots.timetables import local_zone, zone_named
+from iota.zones import local_zone, zone_named
 from iota.chat import ChatSetup
 from iota.messages import Message
 from iota.tools.notes import NotesTool

@@ -32,7 +32,7 @@ from trio_util import RepeatedEvent
 from actors.lane import Lane, QuietTurn
 from iota.bots.schedules import ACTIVE, PAUSED, Schedule, ScheduleBook, shown
 from iota.memory.document import go_quote
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 WALL_CLOCK_RECHECK = 600.0  # seconds
 

@@ -37,7 +37,7 @@ from iota.bots.hits import count_hits
 from iota.bots import upkeep as rules
 from iota.chat import ChatSetup
 from iota.config import settings
-from iota.errors import IotaError
+from iota.errors import IotaError, ToolError
 from iota.memory.document import MemoryDoc, go_quote
 from iota.memory.file import read_memory
 from iota.memory.kinds import WRITABLE
@@ -45,7 +45,7 @@ from iota.memory.layers import BotMemory
 from iota.messages import ASSISTANT, USER, Message, ToolCall
 from iota.providers.base import Provider, Request
 from iota.sessions.conversation import notice
-from iota.tools.base import ToolError, ToolResult, Toolbox
+from iota.tools.base import ToolResult, Toolbox
 from iota.tools.remember import Remember
 from iota.tools.remember_candidates import CandidateActions
 from iota.tools.skill_write import SkillTool

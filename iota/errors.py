@@ -16,8 +16,12 @@
     │   └── ProviderRejected       the provider answered with an error that retrying will not fix
     └── CompactionFailed           a compaction did not produce a summary (the conversation is unchanged)
 
-Tool failures are not in this tree: a tool that cannot do what it was asked returns an error
-*result* the model reads (see iota.tools.base.ToolError), it does not end the turn.
+    ToolError                      a tool refuses or fails; the model reads it as the call's result
+
+`ToolError` stands apart from `IotaError`: a tool that cannot do what it was asked gives the model
+an error *result* to read (iota.tools.base turns the exception into one), it does not end the turn
+or the run. It lives here, not with the tools, because the domain below them (a bot's tasks and
+schedules, memory lines, time zones) raises it too.
 
 Every message is one line that says what is wrong and, where it can, what to do.
 """
@@ -96,3 +100,7 @@ class ProviderRejected(ProviderError):
 
 class CompactionFailed(IotaError):
     """The message is the one-line reason shown as `Compaction failed: <reason>`."""
+
+
+class ToolError(Exception):
+    """A refusal or failure the model should read, e.g. `path is outside the project root`."""

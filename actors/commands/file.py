@@ -28,7 +28,7 @@ import trio
 
 from actors.lane import Lane
 from iota.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentRefused, describe, make_attachment, megabytes
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.tools.code.paths import Jail, open_failure
 from iota.tools.code.walk import walk_files
 

@@ -18,7 +18,7 @@ from actors.lane import Lane
 from iota.bots.notes import NotesLibrary
 from iota.bots.schedules import ACTIVE, PAUSED, ScheduleBook, shown
 from iota.bots.tasks import BACKLOG, DONE, IN_PROGRESS, PENDING, Task, TaskBook, words
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 
 def task_panel(tasks: Sequence[Task]) -> str:

@@ -42,7 +42,7 @@ from iota.memory.lines import MemoryRefusal, go_quote, is_tagged
 from iota.memory.provenance import comparable
 from iota.sessions.bundle import write_atomically
 from iota.sessions.log import LOG_NAME
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 FILE_NAME = "candidates.jsonl"
 CANDIDATE, DURABLE = "candidate", "durable"

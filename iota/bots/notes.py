@@ -36,7 +36,7 @@ from iota import yaml_load
 from iota.bots.records import clip
 from iota.memory.document import go_quote
 from iota.sessions.meta import write_atomically
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.tools.skills import split_front_matter
 
 NOTES_DIR = "notes"

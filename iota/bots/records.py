@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 
 from iota.sessions.log import json_bytes
 from iota.sessions.meta import write_atomically
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 Item = TypeVar("Item")
 

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from iota.bots.records import clip, find, new_id, read_table, write_table
-from iota.bots.timetables import Timetable, TimetableError, parse_timetable, zone_name, zone_named
+from iota.bots.timetables import Timetable, TimetableError, parse_timetable
+from iota.zones import ZoneError, zone_name, zone_named
 from iota.memory.document import go_quote
 from iota.sessions.meta import now_stamp
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 SCHEDULES_NAME = "schedules.jsonl"
 MAX_SCHEDULES = 50
@@ -98,7 +99,7 @@ def decode_schedule(record: dict) -> Schedule:
         zone = text("timezone", required=False)
         if zone:
             zone_named(zone)
-    except TimetableError as error:
+    except (TimetableError, ZoneError) as error:
         raise ValueError(str(error)) from None
     return Schedule(text("id"), text("title"), text("prompt"), timetable, zone, status, moment("next_run"),
                     moment("last_run"), text("created", required=False))

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from iota.bots.records import clip, find, new_id, read_table, write_table
 from iota.memory.document import go_quote
 from iota.sessions.meta import now_stamp
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 TASKS_NAME = "tasks.jsonl"
 

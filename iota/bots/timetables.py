@@ -27,11 +27,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from iota.tools.base import ToolError
+from iota.errors import ToolError
+from iota.zones import wall_time
 
 TIMETABLE_FORMS = ('"daily 09:00", "weekdays 09:00", "hourly", "every 15 minutes", "cron 0 9 * * 1-5", '
                    '"once 2026-11-20 09:00" or "once in 20 minutes"')
@@ -156,35 +156,3 @@ def _once(words: str, rest: str, now: datetime | None) -> Timetable:
         raise TimetableError(f'"{words}" is in the past (it is {now:%Y-%m-%d %H:%M} now)')
     shown = f"{at:%Y-%m-%d %H:%M:%S}".removesuffix(":00")
     return Timetable(f"once {shown}", once=at)
-
-
-def wall_time(naive: datetime, zone: tzinfo) -> datetime:
-    """`naive` read as a wall-clock time in `zone`. A time the clocks skip (a spring-forward gap)
-    becomes the instant that far after the change; a repeated one is its first occurrence."""
-    return naive.replace(tzinfo=zone, fold=0).astimezone(timezone.utc).astimezone(zone)
-
-
-# -- time zones ---------------------------------------------------------------------------------
-
-
-def zone_named(name: object, what: str = "timezone") -> ZoneInfo:
-    if not isinstance(name, str) or not name.strip():
-        raise TimetableError(f"{what} must be an IANA time zone name such as Europe/Berlin")
-    try:
-        return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
-        raise TimetableError(f'unknown time zone "{name}" (want an IANA name such as Europe/Berlin)') from None
-
-
-def local_zone() -> tzinfo | None:
-    """The machine's time zone (tzlocal reads it, `TZ` first); None when it cannot be told."""
-    import tzlocal
-
-    try:
-        return tzlocal.get_localzone()
-    except Exception:  # a TZ tzlocal cannot name, a broken /etc/localtime: the caller says so
-        return None
-
-
-def zone_name(zone: tzinfo) -> str:
-    return getattr(zone, "key", None) or str(zone)

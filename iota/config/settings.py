@@ -28,6 +28,7 @@ from iota.config.params import ParamSources
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
+from iota.zones import ZoneError, zone_named
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openresponses": "OPENAI_API_KEY",
@@ -343,11 +344,9 @@ def _timezone(raw: dict) -> str | None:
     name = _text(raw, "timezone")
     if name is None:
         return None
-    from iota.bots.timetables import TimetableError, zone_named
-
     try:
         return zone_named(name).key
-    except TimetableError as error:
+    except ZoneError as error:
         raise BadValue("timezone", str(error)) from None
 
 

@@ -43,7 +43,8 @@ from iota.mcp.auth import connection_auth
 from iota.mcp.connection import Trail, connect, describe, import_sdk, list_tools
 from iota.mcp.servers import endpoint, expanded
 from iota.mcp.tool import McpTool
-from iota.tools.base import Toolbox, ToolError
+from iota.tools.base import Toolbox
+from iota.errors import ToolError
 
 # A server has this long to start, answer `initialize` and list its tools.
 START_SECONDS = 30.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 
 class MemoryRefusal(ToolError):

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 
 MAX_QUESTIONS = 4
 MIN_OPTIONS, MAX_OPTIONS = 2, 6

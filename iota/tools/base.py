@@ -12,11 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from iota.errors import ToolError
 from iota.providers.base import ToolSpec
-
-
-class ToolError(Exception):
-    """A refusal or failure the model should read, e.g. `path is outside the project root`."""
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from typing import BinaryIO
 import trio
 
 from iota.text import format_elapsed
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.sandbox.processes import run_to_end, spawn
 
 MAX_JOBS = 16

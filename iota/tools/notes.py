@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from iota.bots.notes import NotesLibrary
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 
 BOUNDARY = ("Timed or recurring work → the schedule tool; do-now or unscheduled backlog work → the tasks tool; "
             "durable documents to maintain → notes.")

@@ -26,7 +26,8 @@ from iota.bots.journal import JOURNAL_MARK, Journal
 from iota.bots.journal_entry import clip, group_calls, head_and_tail
 from iota.messages import ASSISTANT, COMPACTION, REWIND, TOOL, USER
 from iota.sessions.search import CANDIDATES, format_time, locate, records_from, search
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 
 # What one call may return, and the defaults and ceilings of its counts.
 OUTPUT_CAP = 16 * 1024

@@ -22,7 +22,8 @@ from iota.bots.candidates import (CANDIDATE, DURABLE, PROMOTE_HITS, CandidateBoo
                                   promote, track_memory_lines)
 from iota.memory.file import MemoryFile, read_memory
 from iota.memory.lines import MemoryRefusal, go_quote
-from iota.tools.base import ToolError, ToolResult
+from iota.tools.base import ToolResult
+from iota.errors import ToolError
 
 ACTIONS = ("candidates", "pin", "unpin", "promote", "forget")
 LISTED = 50   # the most candidates a result lists

@@ -14,7 +14,8 @@ from typing import Any, Callable
 from iota.bots.schedules import ScheduleBook, find_schedule
 from iota.bots.timetables import TIMETABLE_FORMS
 from iota.memory.document import go_quote
-from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult
+from iota.tools.base import ApprovalRequest, Tool, ToolResult
+from iota.errors import ToolError
 
 BOUNDARY = ("Timed or recurring work → schedule; do-now or unscheduled backlog work → the tasks tool; "
             "durable documents to maintain → notes.")

@@ -26,7 +26,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult
+from iota.tools.base import ApprovalRequest, Tool, ToolResult
+from iota.errors import ToolError
 from iota.sandbox.confinement import Confinement
 from iota.sandbox.environment import EnvironmentPolicy
 from iota.tools.jobs import (

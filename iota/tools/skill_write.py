@@ -32,7 +32,8 @@ import yaml
 from iota.memory.document import check_secret
 from iota.memory.lines import MemoryRefusal, breaks_line, go_quote
 from iota.sessions.bundle import write_atomically
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 from iota.tools.code.write import unified_diff
 from iota.tools.skills import SKILL_NAME, Skill, split_front_matter
 

@@ -26,7 +26,8 @@ from html import escape
 import yaml
 
 from iota import paths, yaml_load
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 
 CATALOG_CAP = 32 * 1024
 SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")

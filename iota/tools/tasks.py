@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 from iota.bots.tasks import STEP_STATUSES, TASK_STATUSES, TaskBook, describe, find_task, words
 from iota.memory.document import go_quote
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 
 BOUNDARY = ("Timed or recurring work → the schedule tool; do-now or unscheduled backlog work → tasks; "
             "durable documents to maintain → notes.")

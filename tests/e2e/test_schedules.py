@@ -11,7 +11,7 @@ import pytest
 
 from iota import paths
 from iota.bots.schedules import ScheduleBook
-from iota.bots.timetables import local_zone
+from iota.zones import local_zone
 from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)

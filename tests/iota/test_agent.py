@@ -20,7 +20,8 @@ from iota.agent import CANCELLED_RESULT, Approvals, Decision, Turn, run_turn
 from iota.messages import ASSISTANT, PARTIAL, TOOL, USER, Message
 from iota.providers import make_provider
 from iota.providers.base import Request
-from iota.tools.base import ApprovalRequest, Tool, ToolError, ToolResult, Toolbox
+from iota.tools.base import ApprovalRequest, Tool, ToolResult, Toolbox
+from iota.errors import ToolError
 from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
 
 HEADLESS_REFUSAL = (

@@ -26,7 +26,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.sandbox.protected import is_protected, protected_paths
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -13,7 +13,8 @@ import re
 import stat
 from typing import Any
 
-from iota.tools.base import ToolError, ToolResult
+from iota.tools.base import ToolResult
+from iota.errors import ToolError
 from iota.tools.code.shared import (
     FOOTER_ROOM,
     MAX_FILE_BYTES,

@@ -19,7 +19,8 @@ from typing import Any
 
 import trio
 
-from iota.tools.base import Tool, ToolError, ToolResult
+from iota.tools.base import Tool, ToolResult
+from iota.errors import ToolError
 from iota.tools.code.paths import Jail, Target
 
 # Every cap below is the Rust iota's, so the model sees the same limits whichever iota it runs in.

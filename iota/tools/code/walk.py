@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.tools.code.paths import DIRECTORY_FLAGS, Jail, Target
 
 # Rules past this much of a `.gitignore` are not read (one of that size is not a real one).

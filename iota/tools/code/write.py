@@ -16,7 +16,8 @@ import difflib
 import os
 from typing import Any, BinaryIO
 
-from iota.tools.base import ToolError, ToolResult
+from iota.tools.base import ToolResult
+from iota.errors import ToolError
 from iota.tools.code.paths import Target, open_failure
 from iota.tools.code.shared import (
     MAX_FILE_BYTES,

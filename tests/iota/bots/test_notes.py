@@ -8,7 +8,7 @@ import os
 import pytest
 
 from iota.bots.notes import BODY_LIMIT, NotesLibrary, name_for
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 
 @pytest.fixture

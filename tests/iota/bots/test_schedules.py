@@ -10,8 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from iota.bots.schedules import MAX_SCHEDULES, SCHEDULES_NAME, ScheduleBook
-from iota.bots.timetables import TimetableError, parse_timetable, zone_named
-from iota.tools.base import ToolError
+from iota.bots.timetables import TimetableError, parse_timetable
+from iota.zones import ZoneError, zone_named
+from iota.errors import ToolError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -116,9 +117,9 @@ def test_a_one_time_run_in_a_skipped_hour_runs_that_far_after_the_change():
 
 def test_unknown_zone_names_are_refused():
     assert zone_named("Europe/Berlin") == BERLIN
-    with pytest.raises(TimetableError, match='unknown time zone "Mars/Olympus" \\(want an IANA name'):
+    with pytest.raises(ZoneError, match='unknown time zone "Mars/Olympus" \\(want an IANA name'):
         zone_named("Mars/Olympus")
-    with pytest.raises(TimetableError, match="unknown time zone"):
+    with pytest.raises(ZoneError, match="unknown time zone"):
         zone_named("../../etc/passwd")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from iota.bots.tasks import (TASKS_NAME, TaskBook, card_lines, next_runnable, open_tasks_block)
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 
 REPO = str(Path(__file__).resolve().parents[3])
 

@@ -24,7 +24,7 @@ from iota.sandbox.bwrap import (
     writable_paths,
 )
 from iota.sandbox import mounts as sandbox_mounts
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.tools.code.paths import Jail
 from iota.sandbox.placeholders import NOTICE, Protected, holding
 from tests.support.sandbox import real_sandbox

@@ -15,7 +15,7 @@ from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfi
 from iota.messages import COMPACTION, Message, Usage
 from iota.sessions.bundle import Session
 from iota.tools import recall as recall_module
-from iota.tools.base import ToolError
+from iota.errors import ToolError
 from iota.tools.recall import Recall
 from tests.support.turns import Call, write_turn
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from iota.tools.base import ToolError, Toolbox
+from iota.tools.base import Toolbox
+from iota.errors import ToolError
 from iota.text import format_elapsed
 from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, open_job_table, read_capped
 from iota.sandbox.bwrap import Sandbox
