@@ -31,13 +31,12 @@ from typing import Awaitable, Callable, Protocol
 
 import trio
 
-from iota.messages import ASSISTANT, PARTIAL, TOOL, TOOL_STARTED, USER, Message, ToolCall
+from iota.messages import (ASSISTANT, CANCELLED_RESULT, FAILED_NOTICE, PARTIAL, TOOL, TOOL_STARTED, USER, Message,
+                           ToolCall)
 from iota.providers.base import Provider, Request
 from iota.sessions.log import repair_tail
 from iota.tools.base import DECLINED, ApprovalRequest, ToolResult, Toolbox, headless_refusal
 
-CANCELLED_RESULT = "[command cancelled]"
-FAILED_NOTICE = "The previous turn ended early with an error: {error}. Everything it did before the error is above."
 # How often the text of a streaming reply is appended to the log.
 PARTIAL_FLUSH_SECONDS = 1.0
 

@@ -23,7 +23,7 @@ from iota.config import params, settings
 from iota import paths
 from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.debug_log import DebugLog
-from iota.errors import ConfigError
+from iota.config.instructions import read_instructions
 from iota.mcp.servers import servers_for_run
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
@@ -271,20 +271,3 @@ def _replayed_model(loaded: Config, meta: dict) -> str | None:
             return name
     reference = f"{meta['provider']}:{meta['model']}"
     return reference if meta["provider"] in loaded.providers else None
-
-
-def read_instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None = None) -> str:
-    """The agent's instructions: `override` (-s), else `system:`, else the `system_file:` read now."""
-    if override is not None:
-        return override
-    if agent.system:
-        return agent.system
-    if agent.system_file:
-        path = Path(settings.expand(os.path.expanduser(agent.system_file), cwd))
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            source = loaded.sources.get(f"agents.{agent.name}", "config")
-            raise ConfigError(f"config {source}: agents.{agent.name}.system_file: cannot read {path} "
-                              f"({getattr(error, 'strerror', None) or error})") from None
-    return ""

@@ -37,6 +37,10 @@ REWIND = "rewind"
 ROLES = (SYSTEM, USER, ASSISTANT, TOOL, COMPACTION, PARTIAL, TOOL_STARTED, TURN_END, REWIND)
 # How a turn ended, as its `turn_end` record says (a finished turn says nothing).
 FINISHED, FAILED, CANCELLED, INTERRUPTED = "finished", "failed", "cancelled", "interrupted"
+# What the log says for a tool call the person cancelled, and the notice a failed turn leaves
+# for the next request (iota.agent writes them; the journal recognises them when it reads a turn).
+CANCELLED_RESULT = "[command cancelled]"
+FAILED_NOTICE = "The previous turn ended early with an error: {error}. Everything it did before the error is above."
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from iota.agent import CANCELLED_RESULT, FAILED_NOTICE
+from iota.messages import (ASSISTANT, CANCELLED, CANCELLED_RESULT, FAILED, FAILED_NOTICE, FINISHED, INTERRUPTED,
+                           TOOL, USER)
 from iota.compaction.summary import FLUSH_NOTICE
-from iota.messages import ASSISTANT, CANCELLED, FAILED, FINISHED, INTERRUPTED, TOOL, USER
 from iota.sessions.index import LoggedTurn
 from iota.sessions.search import format_time
 

@@ -46,7 +46,7 @@ import yaml
 
 from iota import yaml_load
 from iota.bots.bot import bot_dir
-from iota.chat import read_instructions
+from iota.config.instructions import read_instructions
 from iota.config import blocks, settings, trust
 from iota.config.settings import Config
 from iota.errors import BotError, ConfigError, IotaError

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from iota.memory.document import go_quote
 from iota.providers.base import ToolSpec
+from iota.providers.tool_search import SEARCH_TOP_K, search
 from iota.tools.base import Tool, ToolResult
 
 SEARCH_TOOL_NAME = "search_tools"
@@ -43,7 +44,6 @@ DESCRIPTION_BUDGET = 800  # the tightest known provider limits on a description 
 SUMMARY_CLAMP = 120  # a group's summary in the description (the catalog has it whole)
 CATALOG_DESCRIPTION_CLAMP = 100
 CATALOG_NAMES_ONLY_AT = 50  # past this many hidden tools, the catalog lists names only
-SEARCH_TOP_K = 5  # how many matches one search loads
 SEARCH_HEAD = "Search and load additional tools before first use. Hidden tool groups:\n"
 SEARCH_FOOT = ('Query by capability keywords (e.g. "create pull request"); matched tools load and stay available. '
                "An empty query lists every hidden tool. Calling a hidden tool directly by name also loads it.")
@@ -203,41 +203,6 @@ class SearchTools(Tool):
     async def run(self, args: dict[str, Any]) -> ToolResult:
         query = args.get("query")
         return ToolResult(self.deferral.search(query if isinstance(query, str) else ""))
-
-
-def search(query: str, tools: Iterable[Tool]) -> list[Tool]:
-    """The tools that match `query`, best first: each word of it scores 2 in a tool's name, 1 in
-    its description and 1 in its parameters' names and descriptions; ties go by name."""
-    terms = query.lower().split()
-    scored = []
-    for tool in tools:
-        name, description, parameters = tool.name.lower(), tool.description.lower(), parameter_text(tool.parameters)
-        score = sum(2 * (term in name) + (term in description) + (term in parameters) for term in terms)
-        if score:
-            scored.append((-score, tool.name, tool))
-    return [tool for _, _, tool in sorted(scored, key=lambda entry: entry[:2])]
-
-
-def parameter_text(schema: Any) -> str:
-    """What a schema says of its parameters, lowercased: property names and descriptions, into
-    nested `properties` and `items` (so an option's description finds its tool)."""
-    words: list[str] = []
-
-    def walk(node: Any) -> None:
-        if not isinstance(node, dict):
-            return
-        properties = node.get("properties")
-        if isinstance(properties, dict):
-            for name, value in properties.items():
-                words.append(str(name))
-                if isinstance(value, dict):
-                    if isinstance(value.get("description"), str):
-                        words.append(value["description"])
-                    walk(value)
-        walk(node.get("items"))
-
-    walk(schema)
-    return " ".join(words).lower()
 
 
 def clamp_line(text: str, limit: int) -> str:

@@ -23,7 +23,7 @@ Deferred tools (iota.mcp.defer, `tool-search` mode): a tool spec marked `deferre
 `defer_loading: true` (the model sees its name and description, not its schema), beside a
 `tool_search` tool of `execution: "client"`. When the model wants such a tool it answers with a
 `tool_search_call` item (its `call_id` and `{"query": …}`) and stops; this provider answers it —
-the best matches of iota's own search (`iota.mcp.defer.search`) as the `tools` of a
+the best matches of iota's own search (`iota.providers.tool_search.search`) as the `tools` of a
 `tool_search_output` item with the same `call_id` — and asks again, the call and its output at
 the end of the input, until the model answers with text or function calls (at most
 MAX_SEARCH_ROUNDS searches in one reply). The searches and their outputs are the reply's
@@ -58,6 +58,7 @@ from iota.providers._http import HttpProvider, read_events
 from iota.providers._streaming import ToolCallParts, event_object, incomplete, retry_until_output, stream_failure
 from iota.providers._wire import WireHistory, dump, json_object
 from iota.providers.base import OnText, Reply, Request, Timeouts, ToolSpec
+from iota.providers.tool_search import SEARCH_TOP_K, search
 
 # Why a response ended early, in the words the rest of iota uses for `stop_reason`.
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
@@ -193,7 +194,6 @@ def has_deferred(request: Request) -> bool:
 def search_output(call: dict[str, Any], tools: list[ToolSpec]) -> dict[str, Any]:
     """The answer to a `tool_search_call`: the deferred tools that match its query, best first
     (as many as `search_tools` loads), each with its whole schema."""
-    from iota.mcp.defer import SEARCH_TOP_K, search  # only a chat with deferred servers comes here
 
     arguments = call.get("arguments")
     if isinstance(arguments, str):

@@ -24,12 +24,11 @@ from actors.commands.registry import COMMANDS
 from actors.events import Choose, ErrorLine, Notice, Panel, Status, TextDelta, ToolEnded, ToolStarted, TurnEnded, UserEcho
 from actors.lane import Command, JobNote, Lane, UserMessage
 from actors.notifier import open_host_link
-from iota.agent import FAILED_NOTICE
+from iota.messages import FAILED_NOTICE, Message
 from iota.config import settings
 from iota import paths
 from iota.chat import ChatSetup, prepare_chat
 from iota.sessions.conversation import Conversation
-from iota.messages import Message
 from iota.sessions.bundle import Session
 from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
 from tests.support.logs import conversation_records

@@ -13,8 +13,7 @@ import os
 import trio
 
 from actors.events import ErrorLine, TurnEnded
-from iota.agent import FAILED_NOTICE
-from iota.messages import PARTIAL, TOOL_STARTED, TURN_END
+from iota.messages import FAILED_NOTICE, PARTIAL, TOOL_STARTED, TURN_END
 from iota.sessions.conversation import Conversation
 from tests.actors.test_lane import all_records, open_lane, records, user_texts  # noqa: F401  (the fixture)
 from tests.support.fake_model import Gate, tool_call

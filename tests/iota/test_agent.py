@@ -16,8 +16,8 @@ import pytest
 import trio
 
 from iota import agent
-from iota.agent import CANCELLED_RESULT, Approvals, Decision, Turn, run_turn
-from iota.messages import ASSISTANT, PARTIAL, TOOL, USER, Message
+from iota.agent import Approvals, Decision, Turn, run_turn
+from iota.messages import ASSISTANT, CANCELLED_RESULT, Message, PARTIAL, TOOL, USER
 from iota.providers import make_provider
 from iota.providers.base import Request
 from iota.tools.base import ApprovalRequest, Tool, ToolResult, Toolbox

@@ -59,7 +59,7 @@ def run_refusals(loaded, cwd: Path) -> list[tuple[str, str]]:
     """(agent, why) for each agent `iota run <agent>` (no flags) would refuse before it starts:
     the same checks, in the same order, as the run makes."""
     from iota.bots import bot as bots
-    from iota.chat import read_instructions
+    from iota.config.instructions import read_instructions
     from iota.config import settings
 
     refusals = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from iota.agent import CANCELLED_RESULT, FAILED_NOTICE
+from iota.messages import ASSISTANT, CANCELLED_RESULT, FAILED_NOTICE, Message, TOOL, TOOL_STARTED, ToolCall, TURN_END, USER
 from iota.bots import journal as journal_module
 from iota.bots.bot import BotStart, open_bot
 from iota.bots.journal import (BUDGET, CONTEXT_HEADER, Journal, attached_places, bot_sources, journal_block,
@@ -16,7 +16,6 @@ from iota.bots.journal_entry import group_calls, head_and_tail
 from iota.compaction.summary import FLUSH_NOTICE
 from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
 from iota.errors import BotError, SessionLocked
-from iota.messages import ASSISTANT, TOOL, TOOL_STARTED, TURN_END, USER, Message, ToolCall
 from iota.sessions.bundle import Session
 from iota.memory.provenance import typed_by_person
 from iota.sessions.search import search

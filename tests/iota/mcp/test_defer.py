@@ -13,7 +13,8 @@ from iota.agent import Approvals, Turn, run_turn
 from iota.chat import prepare_chat
 from iota.config import settings
 from iota.errors import ConfigError
-from iota.mcp.defer import DESCRIPTION_BUDGET, SEARCH_FOOT, Deferral, DeferredGroup, search
+from iota.mcp.defer import DESCRIPTION_BUDGET, SEARCH_FOOT, Deferral, DeferredGroup
+from iota.providers.tool_search import search
 from iota.messages import ASSISTANT, TOOL, USER, Message
 from iota.providers.anthropic import TOOL_SEARCH, wire_messages
 from iota.tools.base import Tool, ToolResult, Toolbox

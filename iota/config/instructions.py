@@ -1,0 +1,31 @@
+"""An agent's instructions — the first part of its system prompt — as its config gives them.
+
+Here, not in the chat, because a bot's export (iota.bots.portable) and `iota config check` read
+them too, and both sit below the chat.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from iota.config import settings
+from iota.config.settings import AgentConfig, Config
+from iota.errors import ConfigError
+
+
+def read_instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: str | None = None) -> str:
+    """The agent's instructions: `override` (-s), else `system:`, else the `system_file:` read now."""
+    if override is not None:
+        return override
+    if agent.system:
+        return agent.system
+    if agent.system_file:
+        path = Path(settings.expand(os.path.expanduser(agent.system_file), cwd))
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            source = loaded.sources.get(f"agents.{agent.name}", "config")
+            raise ConfigError(f"config {source}: agents.{agent.name}.system_file: cannot read {path} "
+                              f"({getattr(error, 'strerror', None) or error})") from None
+    return ""
