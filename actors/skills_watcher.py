@@ -17,7 +17,8 @@ from __future__ import annotations
 from actors.lane import Lane
 from iota.chat import ChatSetup
 from iota.messages import Message
-from iota.tools.skills import LoadSkill, discover, skill_roots, skills_signature
+from iota.tools.skills import LoadSkill
+from iota.skills import discover, skill_roots, skills_signature
 
 
 class SkillsWatcher:

@@ -32,7 +32,8 @@ from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
 from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
-from iota.tools.skills import LoadSkill, Skill, discover
+from iota.tools.skills import LoadSkill
+from iota.skills import discover, Skill
 
 
 @dataclass

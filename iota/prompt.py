@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iota.tools.skills import Skill, catalog
+from iota.skills import catalog, Skill
 
 AGENTS_CHAIN_CAP = 32 * 1024
 AGENTS_TRUNCATED = "<!-- AGENTS.md chain truncated at 32 KiB -->"

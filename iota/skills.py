@@ -1,4 +1,4 @@
-"""Agent Skills: discovery, the catalog the model is shown, and the `load_skill` tool.
+"""Agent Skills on disk: where they are, how one is read, and the catalog the model is shown.
 
 A skill is a directory holding a `SKILL.md` whose YAML front matter gives `name` (the
 directory's name: lowercase letters, digits and single hyphens, at most 64 characters) and
@@ -9,7 +9,8 @@ alphabetically within each; the first skill of a name wins. An invalid skill is 
 one-line warning, never a failure.
 
 The model sees only names and descriptions (the catalog). It reads a skill's body, or a file the
-body refers to, through `load_skill`, which never reads outside the skill's directory. The
+body refers to, through `load_skill` (iota.tools.skills), which never reads outside the skill's
+directory. The
 directories are looked at again before each message (`skills_signature`, a listing and a stat a
 skill: actors.skills_watcher), so a skill added, changed or removed on disk reaches the next request.
 """
@@ -20,16 +21,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from html import escape
 
 import yaml
 
 from iota import paths, yaml_load
-from iota.tools.base import Tool, ToolResult
-from iota.errors import ToolError
 
 CATALOG_CAP = 32 * 1024
+SKILL_FILE = "SKILL.md"
+SKILL_CAP = 16 * 1024  # the whole SKILL.md, as the `skill` tool writes it (iota.tools.skill_write)
 SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
@@ -41,7 +41,7 @@ class Skill:
 
     @property
     def body(self) -> str:
-        return split_front_matter((self.directory / "SKILL.md").read_text(encoding="utf-8"))[1]
+        return split_front_matter((self.directory / SKILL_FILE).read_text(encoding="utf-8"))[1]
 
 
 def skill_roots(project_root: Path, bot: str | None = None) -> list[Path]:
@@ -88,7 +88,7 @@ def skills_signature(roots: list[Path]) -> tuple:
             continue
         for name in names:
             try:
-                status = os.stat(root / name / "SKILL.md")
+                status = os.stat(root / name / SKILL_FILE)
             except OSError:
                 status = None
             stamp = (status.st_mtime_ns, status.st_size, status.st_ino) if status is not None else None
@@ -97,7 +97,7 @@ def skills_signature(roots: list[Path]) -> tuple:
 
 
 def read_skill(directory: Path) -> Skill:
-    path = directory / "SKILL.md"
+    path = directory / SKILL_FILE
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -149,49 +149,3 @@ def catalog(skills: list[Skill]) -> str:
         size += len(entry.encode())
     note = f"<note>{omitted} more skill(s) omitted: catalog size cap reached</note>\n" if omitted else ""
     return head + "".join(entries) + note + "</available_skills>"
-
-
-class LoadSkill(Tool):
-    name = "load_skill"
-    description = ("Read a skill's instructions (its SKILL.md body), or with `file` a file inside the "
-                   "skill's directory that the instructions refer to.")
-    parameters = {
-        "type": "object",
-        "properties": {
-            "skill": {"type": "string", "description": "The skill's name, as listed in available_skills."},
-            "file": {"type": "string", "description": "A path relative to the skill's directory (optional)."},
-        },
-        "required": ["skill"],
-    }
-    parallel = True
-
-    def __init__(self, skills: list[Skill]):
-        self.update(skills)
-
-    def update(self, skills: list[Skill]) -> None:
-        """The skills found again (a hot reload): the next call reads from these."""
-        self._skills = {skill.name: skill for skill in skills}
-
-    def target(self, args: dict[str, Any]) -> str:
-        return " ".join(str(args[key]) for key in ("skill", "file") if args.get(key))
-
-    async def run(self, args: dict[str, Any]) -> ToolResult:
-        name = args.get("skill")
-        if not name:
-            raise ToolError("missing required argument: skill")
-        skill = self._skills.get(name)
-        if skill is None:
-            raise ToolError(f'no skill named "{name}" (available: {", ".join(self._skills) or "none"})')
-        file = args.get("file")
-        if not file:
-            return ToolResult(skill.body)
-        base = os.path.realpath(skill.directory)
-        target = os.path.realpath(os.path.join(base, file))
-        if os.path.commonpath([base, target]) != base:
-            raise ToolError(f"file is outside the skill's directory: {file}")
-        try:
-            return ToolResult(Path(target).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ToolError(f"skill {name} has no file {file}") from None
-        except UnicodeDecodeError:
-            raise ToolError(f"{file} is not UTF-8 text") from None

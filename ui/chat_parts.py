@@ -47,7 +47,7 @@ from iota.tools.recall import Recall
 from iota.tools.remember import Remember
 from iota.tools.remember_candidates import CandidateActions
 from iota.tools.skill_write import SkillTool
-from iota.tools.skills import bot_skills_dir
+from iota.skills import bot_skills_dir
 from ui.commands.resumed import resumed_session
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.

@@ -37,7 +37,7 @@ from iota.bots.records import clip
 from iota.memory.document import go_quote
 from iota.sessions.meta import write_atomically
 from iota.errors import ToolError
-from iota.tools.skills import split_front_matter
+from iota.skills import split_front_matter
 
 NOTES_DIR = "notes"
 BODY_LIMIT = 128 * 1024        # bytes of one note

@@ -54,8 +54,7 @@ from iota.memory.document import MEMORY_CAP, MemoryDoc, check_secret
 from iota.memory.kinds import MEMORY_DIR, SOUL_MD
 from iota.memory.lines import MemoryRefusal, join_lines, kib
 from iota.sessions.bundle import write_atomically
-from iota.tools.skill_write import SKILL_CAP, SKILL_FILE
-from iota.tools.skills import SKILL_NAME, bot_skills_dir, read_skill, split_front_matter
+from iota.skills import SKILL_CAP, SKILL_FILE, SKILL_NAME, bot_skills_dir, read_skill, split_front_matter
 
 FORMAT = 1
 SUFFIX = ".iotabot"

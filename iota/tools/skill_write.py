@@ -35,10 +35,8 @@ from iota.sessions.bundle import write_atomically
 from iota.tools.base import Tool, ToolResult
 from iota.errors import ToolError
 from iota.tools.code.write import unified_diff
-from iota.tools.skills import SKILL_NAME, Skill, split_front_matter
+from iota.skills import SKILL_CAP, SKILL_FILE, SKILL_NAME, Skill, split_front_matter
 
-SKILL_FILE = "SKILL.md"
-SKILL_CAP = 16 * 1024          # the whole SKILL.md
 DESCRIPTION_CAP = 1024          # as the format allows
 ACTIONS = ("create", "update")
 

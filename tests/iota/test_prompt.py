@@ -9,7 +9,8 @@ from iota import prompt
 from iota.prompt import PromptContext, compose
 from iota.tools.base import Toolbox
 from iota.errors import ToolError
-from iota.tools.skills import LoadSkill, catalog, discover, read_skill
+from iota.tools.skills import LoadSkill
+from iota.skills import catalog, discover, read_skill
 
 TODAY = datetime.date(2026, 11, 29)
 

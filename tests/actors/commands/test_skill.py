@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actors.events import Notice, TurnEnded, UserEcho
-from iota.tools.skills import read_skill
+from iota.skills import read_skill
 from tests.actors.test_lane import open_lane  # noqa: F401  (the fixture)
 
 

@@ -20,7 +20,7 @@ from iota.bots.portable import MANIFEST, plan_import, read_bundle
 from iota.config import settings
 from iota.errors import BotError
 from iota.memory.layers import BotMemory
-from iota.tools.skills import discover
+from iota.skills import discover
 from ui.cli import main
 
 CONFIG = """\

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from iota.tools.base import Toolbox
-from iota.tools.skill_write import SKILL_CAP, SkillTool
-from iota.tools.skills import discover, read_skill
+from iota.tools.skill_write import SkillTool
+from iota.skills import discover, read_skill, SKILL_CAP
 
 
 @pytest.fixture
