@@ -1,9 +1,15 @@
-"""How figures read, wherever they are shown: sizes in tokens, timers, the context figure.
+"""How figures and titles read, wherever they are shown: sizes in tokens, timers, the context
+figure, and a title as one line of printable text (iota.titles says why).
 
-No imports: the terminal app uses these before anything heavy is loaded.
+Nothing heavy imported: the terminal app uses these before anything heavy is loaded.
 """
 
 from __future__ import annotations
+
+import unicodedata
+
+# The longest title kept (Rust iota's cap).
+TITLE_CAP = 80
 
 
 def format_size(tokens: int) -> str:
@@ -30,3 +36,19 @@ def context_figure(used: int, window: int, estimated: bool) -> str:
     """`[≈]<used> / <window> (<pct>%)`, e.g. `≈96k / 128k (75%)`; `≈` marks a local estimate."""
     percent = used * 100 // window if window > 0 else 0
     return f"{'≈' if estimated else ''}{format_size(used)} / {format_size(window)} ({percent}%)"
+
+
+def clean_title(text: str, cap: int = TITLE_CAP) -> str:
+    """`text` as a title: one line, no control or format characters, single spaces, at most `cap`."""
+    return one_line(text)[:cap].rstrip()
+
+
+def one_line(text: str) -> str:
+    kept = []
+    for character in text:
+        category = unicodedata.category(character)
+        if character in "\n\r\t\v\f" or category in ("Zl", "Zp"):
+            kept.append(" ")
+        elif category not in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            kept.append(character)
+    return " ".join("".join(kept).split())

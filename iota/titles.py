@@ -8,7 +8,7 @@ A saved chat or agent session is named after its first exchange. Two names are m
 - the title pass: one short request to the chat's model (or the agent's `title_model:`) asking
   for a title of that first exchange (`title_request`), whose answer replaces the fallback.
 
-Every title passes through `clean_title` before it is stored, whoever wrote it: the model's
+Every title passes through `clean_title` (iota.text, since the sessions apply it too) before it is stored, whoever wrote it: the model's
 answer, `/rename`, `/fork [title]`, `iota sessions rename`. The model is untrusted — the first
 message it summarises may be text pasted from anywhere, asking it to answer with an escape
 sequence that retitles the terminal or clears the screen of whoever runs `iota list sessions`
@@ -23,16 +23,15 @@ A bot's session is never given one: it keeps the bot's name (iota.bots.bot).
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
 from iota.messages import ASSISTANT, USER, Message
 from iota.providers.base import Provider, Request
 from iota.sessions.log import SUMMARY_FOOTER, SUMMARY_HEADER
+from iota.text import clean_title, one_line
 
-# The longest title kept, and the longest fallback made from a first message (Rust iota's caps).
-TITLE_CAP = 80
+# The longest fallback made from a first message (Rust iota's cap; TITLE_CAP is iota.text's).
 OPENING_CAP = 40
 # How much of the first message, and of the first reply, the title pass is shown.
 PROMPT_CAP = 500
@@ -50,25 +49,9 @@ _DECORATION = "\"'`“”‘’«»「」*#_ "
 _LABEL = re.compile(r"^(title|titre|titel|título)\s*:[\s*_]*", re.IGNORECASE)
 
 
-def clean_title(text: str, cap: int = TITLE_CAP) -> str:
-    """`text` as a title: one line, no control or format characters, single spaces, at most `cap`."""
-    return _one_line(text)[:cap].rstrip()
-
-
-def _one_line(text: str) -> str:
-    kept = []
-    for character in text:
-        category = unicodedata.category(character)
-        if character in "\n\r\t\v\f" or category in ("Zl", "Zp"):
-            kept.append(" ")
-        elif category not in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            kept.append(character)
-    return " ".join("".join(kept).split())
-
-
 def opening_words(text: str, cap: int = OPENING_CAP) -> str:
     """The fallback title: the first words of `text` that fit in `cap` characters, `…` if cut."""
-    words = _one_line(_without_summary(text)).split(" ")
+    words = one_line(_without_summary(text)).split(" ")
     title = ""
     for word in words:
         candidate = f"{title} {word}" if title else word

@@ -1,4 +1,5 @@
-"""The layout's one-way rule, read from the source: `ui → actors → iota`, and no circles.
+"""The layout's one-way rules, read from the source: `ui → actors → iota`, iota's own packages in
+one order (`IOTA_ORDER`), and no circles.
 
 Every import counts, the ones inside functions too: a circle that only closes at call time
 (as `ui.cli` and the commands once had) still ties the modules into one knot.
@@ -13,6 +14,29 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("iota", "actors", "ui")
 # Which top-level packages each one may import.
 ALLOWED = {"iota": {"iota"}, "actors": {"actors", "iota"}, "ui": {"ui", "actors", "iota"}}
+# iota's packages (and its top-level modules, each a package of one), lowest first: each may import
+# only those before it (and the root package, for `__version__`). docs/architecture.md gives the
+# reasons; in short, records and files sit below settings, settings below what talks to models,
+# a bot's stores below the tools that serve them to the model, and the chat on top.
+IOTA_ORDER = (
+    # the ground everything stands on: errors, formatting, paths, YAML, token counts, time zones,
+    # and what a message is (with its attachments)
+    "errors", "text", "paths", "yaml_load", "tokens", "zones", "attachments", "messages",
+    # records and files: the session log, memory files (written the log's atomic way), settings
+    # (whose trust decisions are written the same way)
+    "sessions", "memory", "config",
+    # the wire protocols, and the compaction that calls a model and rewrites nothing but the log
+    "providers", "compaction",
+    # a bot's layers on disk: skill files, then the bot's stores (journal, tasks, schedules, notes,
+    # candidates, upkeep's rules), which the tools below serve to the model
+    "skills", "bots",
+    # what the model runs: the sandbox, the toolsets, MCP servers' tools
+    "sandbox", "tools", "mcp",
+    # one turn, the system prompt, the title pass, the debug log, the terminal hosts
+    "agent", "prompt", "titles", "debug_log", "hosts",
+    # what one chat is made of
+    "chat",
+)
 
 
 def module_names(root: Path) -> dict[str, Path]:
@@ -58,6 +82,27 @@ def wrong_way(graph: dict[str, set[str]]) -> list[str]:
                   if target.split(".")[0] not in ALLOWED[source.split(".")[0]])
 
 
+def iota_package(module: str) -> str | None:
+    """The package of IOTA_ORDER a module of iota belongs to (None for the root package)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "iota" and len(parts) > 1 else None
+
+
+def wrong_way_in_iota(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of one iota package by another placed after it in IOTA_ORDER (or not in it)."""
+    rank = {name: index for index, name in enumerate(IOTA_ORDER)}
+    found = []
+    for source, targets in graph.items():
+        mine = iota_package(source)
+        for target in targets:
+            theirs = iota_package(target)
+            if mine is None or theirs is None or mine == theirs:
+                continue
+            if mine not in rank or theirs not in rank or rank[theirs] > rank[mine]:
+                found.append(f"iota.{mine} imports iota.{theirs} ({source} imports {target})")
+    return sorted(found)
+
+
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected groups of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
@@ -97,6 +142,15 @@ def test_imports_point_from_ui_to_actors_to_iota():
     assert wrong_way(import_graph(REPO)) == []
 
 
+def test_iotas_packages_import_in_one_order():
+    assert wrong_way_in_iota(import_graph(REPO)) == []
+
+
+def test_every_package_of_iota_has_its_place_in_the_order():
+    placed = {iota_package(name) for name in module_names(REPO)} - {None}
+    assert placed == set(IOTA_ORDER)
+
+
 def test_no_module_imports_itself_back_through_others():
     assert circles(import_graph(REPO)) == []
 
@@ -117,3 +171,28 @@ def test_the_checks_see_a_wrong_way_import_and_a_circle_inside_a_function(tmp_pa
     graph = import_graph(tmp_path)
     assert wrong_way(graph) == ["actors.lane imports ui.cli", "iota.store imports actors.lane"]
     assert circles(graph) == [["ui.cli", "ui.commands.run"]]
+
+
+def test_the_order_check_sees_a_package_importing_one_above_it(tmp_path):
+    for relative, text in {
+        "iota/__init__.py": "__version__ = '0'\n",
+        "iota/errors.py": "",
+        "iota/sessions/__init__.py": "",
+        "iota/sessions/log.py": "from iota.errors import x\nfrom iota import __version__\n",
+        "iota/tools/__init__.py": "",
+        "iota/tools/base.py": "from iota.sessions.log import y\n",
+        "iota/memory/__init__.py": "",
+        "iota/memory/lines.py": "def f():\n    from iota.tools.base import ToolError\n",
+        "iota/unplaced.py": "",
+    }.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for package in ("actors", "ui"):
+        (tmp_path / package).mkdir()
+    graph = import_graph(tmp_path)
+    graph["iota.sessions.log"].add("iota.unplaced")
+    assert wrong_way_in_iota(graph) == [
+        "iota.memory imports iota.tools (iota.memory.lines imports iota.tools.base)",
+        "iota.sessions imports iota.unplaced (iota.sessions.log imports iota.unplaced)",
+    ]

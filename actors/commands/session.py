@@ -27,7 +27,7 @@ from iota.errors import BotError, IotaError
 from iota.messages import SYSTEM, Message
 from iota.sessions import manage
 from iota.sessions.bundle import SessionInfo, list_sessions, resolve_session
-from iota.titles import clean_title
+from iota.text import clean_title
 from iota.sessions.tree import children_of, tree_choices
 
 NOT_SAVED = "This chat is not saved (--no-save); /save keeps it"

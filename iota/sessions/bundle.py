@@ -51,7 +51,7 @@ from iota.sessions.log import (
     load_log,
     repair_tail,
 )
-from iota.titles import clean_title
+from iota.text import clean_title
 from iota.sessions.meta import (
     META_NAME,
     now_stamp,

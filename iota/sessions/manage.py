@@ -34,7 +34,7 @@ from iota import attachments
 from iota.sessions.bundle import Session, SessionInfo, SessionView, list_sessions, lock_bundle
 from iota.sessions.log import LOG_NAME, load_log
 from iota.sessions.meta import META_NAME, read_or_rebuild_meta, render_meta, write_atomically
-from iota.titles import clean_title
+from iota.text import clean_title
 from iota.sessions.tree import children_of, descendants
 
 # What a fork takes over from the original's meta.json: how it was run, not what it is called.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from iota.sessions.bundle import SessionInfo, session_label
-from iota.titles import clean_title
+from iota.text import clean_title
 
 BRANCH, LAST_BRANCH, THROUGH, BLANK = "├─ ", "└─ ", "│  ", "   "
 

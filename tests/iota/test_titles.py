@@ -4,8 +4,9 @@ and how its answer is read."""
 from __future__ import annotations
 
 from iota.messages import ASSISTANT, USER, Message
-from iota.titles import (TITLE_CAP, TITLE_INSTRUCTION, Opening, clean_title, fallback_title,
-                                  first_exchange, opening_words, title_from_reply, title_request)
+from iota.text import TITLE_CAP, clean_title
+from iota.titles import (TITLE_INSTRUCTION, Opening, fallback_title, first_exchange, opening_words, title_from_reply,
+                         title_request)
 
 PREAMBLE = "[Earlier conversation summary]\nWe planned the garden.\n\n———\n\n"
 

@@ -42,7 +42,7 @@ def sessions_command(args: argparse.Namespace) -> int:
     from iota.bots import bot as bots
     from iota.sessions import manage
     from iota.sessions.bundle import SessionInfo, list_sessions, resolve_session
-    from iota.titles import clean_title
+    from iota.text import clean_title
     from iota.sessions.tree import format_session_tree
 
     action = args.sessions_command
