@@ -14,7 +14,7 @@ from iota.errors import ConfigError
 
 _TEMPLATE = """\
 # iota's config. Four maps: providers, models, agents, mcp_servers.
-# Check it with `iota config check`; see README.md for every key.
+# Check it with `iota config check`; see docs/config.md (in iota's repository) for every key.
 
 providers:
   openai:
