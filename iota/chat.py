@@ -203,11 +203,14 @@ class ChatSetup:
             toolbox.jobs = jobs
             sandboxed = isinstance(sandbox, Sandbox)
             confinement = Confinement(self.project_root, shell.network, tuple(write)) if sandboxed else None
+            environment = EnvironmentPolicy(shell.env_keep, frozenset(settings.secret_variables(self.config)))
+            withheld = environment.notice()
+            if withheld is not None:
+                self.warnings.append(withheld)
             tool = ShellTool(root=self.project_root, jobs=jobs, sandbox=sandbox if sandboxed else None,
                              auto_run=shell.auto_run, iota_executable=shutil.which("iota") or sys.argv[0],
                              confinement=confinement,
-                             environment=EnvironmentPolicy(shell.env_keep,
-                                                           frozenset(settings.secret_variables(self.config))))
+                             environment=environment)
             if tool.writable_code is not None:
                 self.warnings.append(f"iota's own code is where sandboxed commands can write ({tool.writable_code}): "
                                      "its commands (iota run -m, iota mcp …) stay in the sandbox")

@@ -142,7 +142,7 @@ class ShellOptions:
     network: bool = False
     auto_run: bool = False
     write: tuple[str, ...] = ()
-    # Variables a command keeps although their names look secret: names or patterns (`AWS_*`).
+    # Variables a command gets beyond the core set (iota.sandbox.environment): names or patterns (`AWS_*`).
     env_keep: tuple[str, ...] = ()
 
 

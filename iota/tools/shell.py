@@ -65,8 +65,9 @@ DESCRIPTION = (
     'Set "background": true only for what should not be waited on at all (servers, watchers, a child '
     "agent); such a call returns at once with the job id and its output file. Up to {max_jobs} background "
     "jobs at a time. Nothing a command starts outlives it: whatever it leaves running (`cmd &`, nohup, "
-    "setsid) is killed when its shell exits, and background jobs are killed when iota exits. Environment "
-    "variables whose names look secret (API keys, tokens, passwords) are not passed to commands. "
+    "setsid) is killed when its shell exits, and background jobs are killed when iota exits. Commands get "
+    "only a few environment variables (PATH, HOME, the locale, toolchain locations, and those the user keeps "
+    "with env_keep); API keys, tokens and passwords are never passed. "
 )
 
 TIMEOUT_ERROR = "timeout must be a positive number of seconds"

@@ -106,7 +106,7 @@ async def shell_probe(loaded, cwd):
         shell = toolbox.get("shell")
         sandbox = shell.sandbox
         return (sandbox is not None, sandbox.network if sandbox else None, sandbox.writable if sandbox else None,
-                shell.environment.kept("AWS_SECRET_ACCESS_KEY"), shell.approval_request({"command": "ls"}) is None,
+                shell.environment.allowed("AWS_SECRET_ACCESS_KEY"), shell.approval_request({"command": "ls"}) is None,
                 setup.warnings)
 
 

@@ -10,35 +10,63 @@ from iota.errors import ConfigError
 from iota.sandbox.environment import EnvironmentPolicy
 
 
-def test_names_that_look_secret_are_dropped_in_any_case():
+def test_only_the_core_set_passes_without_env_keep():
     environ = {
-        "PATH": "/usr/bin", "HOME": "/home/a", "LANG": "C.UTF-8", "SSH_AUTH_SOCK": "/tmp/ssh/agent",
-        "ANTHROPIC_API_KEY": "x", "npm_config__authToken": "x", "aws_secret_access_key": "x",
-        "PGPASSWORD": "x", "MYSQL_PASSWD": "x", "GPG_PASSPHRASE": "x", "GOOGLE_APPLICATION_CREDENTIALS": "x",
-        "SESSION_COOKIE": "x", "HF_TOKEN": "x",
+        "PATH": "/usr/bin", "HOME": "/home/a", "LANG": "C.UTF-8", "LC_ALL": "C", "TERM": "xterm", "EDITOR": "vi",
+        "JAVA_HOME": "/usr/lib/jvm/17", "VIRTUAL_ENV": "/p/.venv", "GIT_AUTHOR_NAME": "A",
+        "SSH_AUTH_SOCK": "/tmp/ssh/agent", "HARMLESS": "x", "GIT_SSH_COMMAND": "ssh -i k", "HTTPS_PROXY": "http://p:3128",
+        "ANTHROPIC_API_KEY": "x", "npm_config__authToken": "x", "GH_PAT": "x",
     }
     assert EnvironmentPolicy().environment(environ) == {
-        "PATH": "/usr/bin", "HOME": "/home/a", "LANG": "C.UTF-8", "SSH_AUTH_SOCK": "/tmp/ssh/agent",
+        "PATH": "/usr/bin", "HOME": "/home/a", "LANG": "C.UTF-8", "LC_ALL": "C", "TERM": "xterm", "EDITOR": "vi",
+        "JAVA_HOME": "/usr/lib/jvm/17", "VIRTUAL_ENV": "/p/.venv", "GIT_AUTHOR_NAME": "A",
     }
 
 
-def test_urls_with_a_password_are_dropped_and_others_kept():
-    environ = {
-        "DATABASE_URL": "postgres://app:hunter2@db:5432/app", "HTTPS_PROXY": "http://me:pw@proxy:3128",
-        "REDIS_URL": "redis://db:6379", "DOCS": "https://user@example.com/x", "NOTE": "a:b@c",
-    }
-    assert EnvironmentPolicy().environment(environ) == {
-        "REDIS_URL": "redis://db:6379", "DOCS": "https://user@example.com/x", "NOTE": "a:b@c",
-    }
+def test_a_core_path_through_the_nix_store_is_not_mistaken_for_a_key():
+    path = "/nix/store/0c3z1q9xkfdwn0rjrl1nw1iyh7cdgbn8-bash-5.2-p15/bin:/usr/bin"
+    assert EnvironmentPolicy().environment({"PATH": path}) == {"PATH": path}
 
 
-def test_env_keep_names_and_patterns_win_and_named_variables_are_secret():
-    environ = {"GITHUB_TOKEN": "t", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s", "OPENAI_API_KEY": "o",
-               "MY_LLM": "k", "EDITOR": "vi"}
-    policy = EnvironmentPolicy(keep=("GITHUB_TOKEN", "AWS_*"), secret=frozenset({"MY_LLM"}))
-    assert policy.environment(environ) == {
-        "GITHUB_TOKEN": "t", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s", "EDITOR": "vi",
-    }
+KEPT_BY_PATTERN = {
+    "APP_GH_PAT": "x",                                                    # the name: PAT
+    "APP_SENTRY_DSN": "https://abc123def456@o0.ingest.sentry.io/0",      # a URL's user part
+    "APP_PG": "host=db password=hunter2 user=app",                        # password=
+    "APP_REMOTE": "https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r",
+    "APP_DOCKER": '{"auths":{"r.example.com":{"auth":"dXNlcjpwYXNzd29yZA=="}}}',
+    "APP_STRIPE": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",                     # detect-secrets
+    "APP_GITHUB": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "APP_CI": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+}
+
+
+def test_a_variable_kept_by_a_pattern_is_withheld_when_it_looks_secret():
+    environ = {**KEPT_BY_PATTERN, "APP_MODE": "production", "APP_URL": "https://example.com/x"}
+    policy = EnvironmentPolicy(keep=("APP_*",))
+    assert policy.environment(environ) == {"APP_MODE": "production", "APP_URL": "https://example.com/x"}
+    assert [name for name, _ in policy.withheld(environ)] == sorted(KEPT_BY_PATTERN)
+
+
+def test_a_name_written_out_in_env_keep_passes_whatever_it_holds():
+    policy = EnvironmentPolicy(keep=(*KEPT_BY_PATTERN, "MY_LLM"), secret=frozenset({"MY_LLM"}))
+    environ = {**KEPT_BY_PATTERN, "MY_LLM": "k"}
+    assert policy.environment(environ) == environ
+    assert policy.withheld(environ) == [] and policy.notice(environ) is None
+
+
+def test_the_config_s_secret_variables_and_secret_names_are_withheld_even_by_a_pattern():
+    environ = {"GITHUB_TOKEN": "t", "AWS_REGION": "eu-west-1", "AWS_SECRET_ACCESS_KEY": "s", "MY_LLM": "k",
+               "EDITOR": "vi"}
+    policy = EnvironmentPolicy(keep=("GITHUB_TOKEN", "AWS_*", "MY_*"), secret=frozenset({"MY_LLM"}))
+    assert policy.environment(environ) == {"GITHUB_TOKEN": "t", "AWS_REGION": "eu-west-1", "EDITOR": "vi"}
+    assert policy.notice(environ) == (
+        "shell: withheld from commands as secret: AWS_SECRET_ACCESS_KEY (its name says secret), "
+        "MY_LLM (the config hands it to a provider or server); name one exactly in env_keep to pass it")
+
+
+def test_a_core_value_with_a_password_is_withheld():
+    environ = {"PAGER": "less", "EDITOR": "https://me:pw@example.com/edit"}
+    assert EnvironmentPolicy().environment(environ) == {"PAGER": "less"}
 
 
 def write_config(home, text: str):

@@ -18,6 +18,7 @@ from iota.errors import ToolError
 from iota.text import format_elapsed
 from iota.tools.jobs import MAX_JOBS, TooManyJobs, command_name, open_job_table, read_capped
 from iota.sandbox.bwrap import Sandbox
+from iota.sandbox.environment import EnvironmentPolicy
 from iota.tools.shell import ShellTool, go_duration
 from tests.iota.sandbox.test_bwrap import outside_dir  # noqa: F401  (a fixture)
 from tests.support.sandbox import real_sandbox
@@ -369,7 +370,9 @@ async def test_who_is_asked(root, fake_iota):
 async def test_a_self_call_runs_outside_the_sandbox(root, fake_iota, outside_dir, monkeypatch):
     # The look-alike is run from the project: the sandbox's /tmp, where tmp_path lies, is its own.
     shutil.copy(fake_iota.parent / "iota-other", root / "iota-other")
-    async with open_shell(root, iota_executable=fake_iota) as (shell, _):
+    # The sandboxed look-alike sees the mark only through env_keep (commands get an allow-list).
+    async with open_shell(root, iota_executable=fake_iota,
+                          environment=EnvironmentPolicy(keep=("IOTA_TEST_MARK",))) as (shell, _):
         monkeypatch.setenv("IOTA_TEST_MARK", str(outside_dir / "confined"))
         result = await shell.run({"command": "./iota-other version"})
         assert "Read-only file system" in result.content and result.is_error
