@@ -3,7 +3,8 @@
     a turn ends cleanly, and the upkeep is due ──► Command("upkeep") at the end of the lane
         └─ the job: the journal caught up, hits counted, candidates consolidated
            (iota.bots.candidates), then one short model call over the exchange since the last
-           upkeep, with `remember` and `skill` as its only tools ──► its writes shown as dim
+           upkeep, with `remember` and `skill` (whose skills wait as proposals for /skills)
+           as its only tools ──► its writes shown as dim
            notices and recorded as memory notices; the memory block rebuilt for the next turn
     a compaction condensed turns no upkeep read yet ──► the same call over them, first
 
@@ -63,8 +64,9 @@ class Upkeep:
         self.candidates = candidates
         self.journal = journal
         self.refresh_memory = refresh_memory
-        self.toolbox = Toolbox([remember, *([skill] if skill is not None else [])])
-        self.skill = skill
+        # Its skills are proposals: they wait for the person's yes in /skills, out of every catalog.
+        self.skill = skill.proposer() if skill is not None else None
+        self.toolbox = Toolbox([remember, *([self.skill] if self.skill is not None else [])])
         self.state = rules.UpkeepState(memory.bot_dir)
         self.cost = rules.UpkeepCost()
         self.enabled = setup.agent.upkeep
@@ -270,8 +272,10 @@ class Upkeep:
             entries = []
         entries.sort(key=lambda entry: -entry.created)
         own = self.skill.directory if self.skill is not None else None
-        skills = [(skill.name, skill.description, own is not None and skill.directory.parent == own)
-                  for skill in self.setup.skills]
+        skills = [(skill.name, skill.description, " (yours)" if own is not None and skill.directory.parent == own
+                   else "") for skill in self.setup.skills]
+        if self.skill is not None:   # what waits for the person is not proposed again
+            skills += [(proposal.slug, proposal.description, " (proposed, waiting)") for proposal in self.skill.pending()]
         return rules.Context(self.memory.bot, datetime.date.today().isoformat(), files,
                              [describe(entry) for entry in entries], skills, condensed)
 

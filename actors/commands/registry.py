@@ -23,7 +23,7 @@ from actors.commands.edit import EDIT_HELP, edit_message
 from actors.commands.file import FILE_HELP, attach_file
 from actors.commands.jobs import JOBS_HELP, show_jobs
 from actors.commands.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
-from actors.commands.skill import run_skill
+from actors.commands.skill import show_skills
 from actors.events import ComposerText, Notice, Panel, TurnEnded
 from actors.commands.conversation import clear, show_session
 from actors.commands.help import help_command
@@ -62,16 +62,6 @@ async def show_status(lane: Lane, argument: str) -> None:
     ]
     width = max(len(name) for name, _ in rows)
     lane.emit(Panel("Status", "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)))
-
-
-async def show_skills(lane: Lane, argument: str) -> None:
-    """`/skills`: the skills of this project; `/skills <name> [instructions]` runs one."""
-    if argument:
-        await run_skill(lane, argument)
-        return
-    skills = lane.setup.skills
-    lines = [f"{skill.name}  {skill.description}" for skill in skills]
-    lane.emit(Panel("Skills", "\n".join(lines) or "No skills found (.agents/skills, ~/.iota/skills, ~/.agents/skills)."))
 
 
 async def save(lane: Lane, title: str) -> None:

@@ -282,7 +282,7 @@ async def test_every_upkeep_write_passes_the_secret_filter_and_the_user_backing(
     assert "looks like" in results[4]["content"]
 
 
-async def test_a_skill_it_writes_is_shown_in_full_and_joins_the_next_catalog(configure, fake_model):  # noqa: F811
+async def test_a_skill_it_writes_is_shown_in_full_and_waits_as_a_proposal(configure, fake_model):  # noqa: F811
     async def person(face: Face) -> None:
         fake_model.reply("Released.")
         fake_model.upkeep(tool_calls=[tool_call("skill", {
@@ -297,11 +297,12 @@ async def test_a_skill_it_writes_is_shown_in_full_and_joins_the_next_catalog(con
         await face.say("and now?")
 
     await run_bot(person)
+    # Accepted or dropped in /skills (tests/security/test_bot_skills.py); never in a catalog before that.
     system = fake_model.requests[-1].body["messages"][0]["content"]
-    assert "<name>release-steps</name>" in system and "Cut a release of this project" in system
-    assert "load_skill" in [tool["function"]["name"] for tool in fake_model.requests[-1].body["tools"]]
+    assert "release-steps" not in system
+    assert (paths.bots_dir() / "coder" / "skill-proposals" / "release-steps" / "SKILL.md").is_file()
     notices = [r["content"] for r in log_records() if r.get("notice")]
-    assert any(text.startswith("skill: created release-steps (") for text in notices)
+    assert "skill: proposed release-steps (a new skill); /skills accepts or drops it" in notices
 
 
 async def test_a_compaction_runs_what_it_condensed_through_extraction(configure, fake_model):  # noqa: F811
