@@ -12,7 +12,7 @@ git or iota:
     ~/.iota                                   iota's own state: sessions, bots' memory and locks
 
 The sandbox binds each one that exists read-only over the writable root; the code tools refuse
-to write at or under any of them (see `code_paths`, which is stricter still about `.git`).
+to write at or under any of them (see iota.tools.code.paths, which is stricter still about `.git`).
 Reading them is not restricted.
 
 The paths are real (symlinks resolved): a `.git` that is a link to another directory protects

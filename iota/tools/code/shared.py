@@ -1,4 +1,4 @@
-"""What the six `code` tools share: the project root with its jail (`code_paths`), the
+"""What the six `code` tools share: the project root with its jail (`paths`), the
 read-before-write ledger, the caps, and the small text helpers they all format with.
 
 One `CodeSet` is made per toolset instance, so the ledger is shared by that set's readers and

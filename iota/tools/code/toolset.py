@@ -3,10 +3,10 @@
     glob, grep, list_dir, read_file    readers: run side by side, never ask
     edit_file, write_file              writers: one at a time, ask unless auto_write
 
-The parts: `code_paths` (the jail: paths judged after resolving links, files opened without
-following one), `code_set` (the read-before-write ledger, the caps), `code_walk` (the
-.gitignore-aware walk and glob patterns), `code_read` and `code_write` (the tools). This module
-puts a set together. What no writer may touch is `iota.sandbox.protected`, shared with the shell's
+The parts, in this package: `paths` (the jail: paths judged after resolving links, files opened
+without following one), `shared` (the read-before-write ledger, the caps), `walk` (the
+.gitignore-aware walk and glob patterns), `read` and `write` (the tools). This module puts a set
+together. What no writer may touch is `iota.sandbox.protected`, shared with the shell's
 sandbox.
 """
 

@@ -7,7 +7,7 @@ filter and the root `.gitignore` all use it, so a pattern means the same thing e
 
 Only the root `.gitignore` is honoured (nested ones and git's global excludes are not), and it
 is read again on every call so an edit to it applies at once. `.git` is skipped at any depth.
-The walk goes through directory descriptors from the jail (`code_paths`) and follows no link.
+The walk goes through directory descriptors from the jail (`paths`) and follows no link.
 """
 
 from __future__ import annotations

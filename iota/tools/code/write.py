@@ -7,7 +7,7 @@ one at a time. The model reads a short result; the person sees the diff.
 
 The checks and the write go through one descriptor: the file's type, size and mtime are read
 from the file that is then written, never from a name that could be swapped in between (see
-`code_paths` for how it is opened).
+`paths` for how it is opened).
 """
 
 from __future__ import annotations
