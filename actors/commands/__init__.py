@@ -1,0 +1,8 @@
+"""The slash commands: each one a job on the lane, so it runs after what is queued before it and
+Ctrl+C cancels it like a turn. `registry` is the table the input actor looks a `/word` up in;
+each command with a body of any size has a module of its own (`/file`, `/edit`, `/jobs`,
+`/debug`, `/skills <name>`, `/help`, `/tools`, `/model`'s tabs, the conversation's and the
+session's commands, a bot's work: `/tasks`, `/schedules`, `/notes`).
+
+Uses the other actors (the lane, the compactor, the editor) and `iota`; never `ui`.
+"""
