@@ -94,13 +94,14 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path) -> Review:
+def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path, *, decided: bool = True) -> Review:
     """The review of project file `path` whose bytes are `data` and parsed document `project`,
-    merged over the person's document `user` (None when there is none), in `cwd`."""
+    merged over the person's document `user` (None when there is none), in `cwd`. Without
+    `decided` the person's decisions are not consulted (a confined iota's): never decided."""
     path = Path(os.path.abspath(path))
     hashed = digest(data)
     findings = tuple(find_risks(project, user, cwd))
-    decided = decisions().get(str(path), {})
+    decided = decisions().get(str(path), {}) if decided else {}
     decision = decided.get("decision") if decided.get("sha256") == hashed else None
     return Review(path, hashed, findings, decision if decision in (TRUST, IGNORE) else None)
 
