@@ -316,3 +316,14 @@ def test_a_file_with_nothing_risky_asks_nothing(fake_home, project):
     write(project / ".iota.yaml", "agents:\n  reviewer: {model: gpt, mcp_servers: []}\n")
     loaded = settings.load(project)
     assert not loaded.project_review.pending and loaded.project_review.trusted and loaded.warnings == []
+
+
+def test_a_key_without_an_order_must_equal_the_persons(project, monkeypatch):
+    from iota.config import narrowing
+
+    monkeypatch.delitem(narrowing.ORDERS, "system")   # as if `system:` were new and had no order yet
+    assert risks(project, "agents:\n  default: {model: gpt, system: Mine.}\n",
+                 USER.replace("  default: {model: gpt}", "  default: {model: gpt, system: Mine.}")) == []
+    assert risks(project, "agents:\n  default: {model: gpt, system: Theirs.}\n",
+                 USER.replace("  default: {model: gpt}", "  default: {model: gpt, system: Mine.}")) == [
+        "agents.default: system sets Theirs. where yours is Mine."]
