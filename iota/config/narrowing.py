@@ -54,6 +54,13 @@ class Context:
     servers: frozenset[str]       # the person's MCP servers: what `mcp_servers:` left out means
     lost_models: frozenset[str]   # models the file defines that are left out
     own_providers: frozenset[str]  # providers only the file defines
+    # How an agent entry is decoded as a run uses it: settings.AgentConfig.decode, handed in
+    # because settings reads this module (through trust) to load a project file.
+    decode: Callable[[str, dict], Any]
+
+    def defaults(self) -> Any:
+        """NEW_AGENT decoded: its code and shell sets have every option at its default."""
+        return self.decode("", NEW_AGENT)
 
 
 # A judge takes (theirs, ours, context) and says why theirs is wider, or None when it is not.
@@ -153,18 +160,12 @@ def _mode(theirs: str, ours: str) -> str:
 
 def _code(name: str) -> Callable[[Any, Context], Any]:
     """An option of the code set; the set's default while it is off."""
-    def value(agent: Any, context: Context) -> Any:
-        from iota.config.settings import CodeOptions  # settings imports this module's importer
-        return getattr(agent.tools.code or CodeOptions(), name)
-    return value
+    return lambda agent, context: getattr(agent.tools.code or context.defaults().tools.code, name)
 
 
 def _shell(name: str) -> Callable[[Any, Context], Any]:
     """An option of the shell set; the set's default while it is off."""
-    def value(agent: Any, context: Context) -> Any:
-        from iota.config.settings import ShellOptions
-        return getattr(agent.tools.shell or ShellOptions(), name)
-    return value
+    return lambda agent, context: getattr(agent.tools.shell or context.defaults().tools.shell, name)
 
 
 def _field(name: str) -> Callable[[Any, Context], Any]:
@@ -223,13 +224,10 @@ def wider_keys(name: str, theirs: Any, ours: Any, context: Context) -> Iterator[
     """(key, reason) for each key of the file's agent entry `theirs` that is wider than the
     person's entry `ours` (None: they have none, and NEW_AGENT stands in). An entry that does not
     decode yields nothing: the load then refuses it with its own message."""
-    from iota.config.settings import AgentConfig, BadValue  # settings imports trust, which imports this
-
     try:
-        agent = AgentConfig.decode(name, theirs if isinstance(theirs, dict) else {})
-        baseline = AgentConfig.decode(name, (ours if isinstance(ours, dict) else {}) if ours is not None
-                                      else NEW_AGENT)
-    except (BadValue, ValueError):
+        agent = context.decode(name, theirs if isinstance(theirs, dict) else {})
+        baseline = context.decode(name, (ours if isinstance(ours, dict) else {}) if ours is not None else NEW_AGENT)
+    except ValueError:   # settings.BadValue
         return
     written = _written(theirs)
     for key in sorted(written - set(ORDERS)):        # a key with no order must equal

@@ -441,7 +441,7 @@ def _trusted_part(config: Config, path: Path, data: bytes, document: dict, user_
     user_file = paths.user_config_path()
     if user_file.exists() and os.path.samefile(path, user_file):
         return document
-    review = trust.review(path, data, document, user_document, cwd, decided=decided)
+    review = trust.review(path, data, document, user_document, cwd, AgentConfig.decode, decided=decided)
     config.project_review = review
     line = trust.warning(review)
     if line:

@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,13 +94,15 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path, *, decided: bool = True) -> Review:
+def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path, decode: Callable[[str, dict], Any], *,
+           decided: bool = True) -> Review:
     """The review of project file `path` whose bytes are `data` and parsed document `project`,
-    merged over the person's document `user` (None when there is none), in `cwd`. Without
+    merged over the person's document `user` (None when there is none), in `cwd`; `decode` turns an
+    agent entry into what a run uses (settings.AgentConfig.decode). Without
     `decided` the person's decisions are not consulted (a confined iota's): never decided."""
     path = Path(os.path.abspath(path))
     hashed = digest(data)
-    findings = tuple(find_risks(project, user, cwd))
+    findings = tuple(find_risks(project, user, cwd, decode))
     decided = decisions().get(str(path), {}) if decided else {}
     decision = decided.get("decision") if decided.get("sha256") == hashed else None
     return Review(path, hashed, findings, decision if decision in (TRUST, IGNORE) else None)
@@ -118,7 +121,7 @@ def without(document: dict, entries: list[str]) -> dict:
 # -- what is risky ---------------------------------------------------------------------------------
 
 
-def find_risks(project: Any, user: Any, cwd: Path) -> list[Finding]:
+def find_risks(project: Any, user: Any, cwd: Path, decode: Callable[[str, dict], Any]) -> list[Finding]:
     """Every finding in the project document: providers, MCP servers, models, then agents (a
     `${env:…}` reference with its entry). Later sections see what earlier ones left out, so a
     model on a left-out provider is left out too, and an agent on that model."""
@@ -138,7 +141,8 @@ def find_risks(project: Any, user: Any, cwd: Path) -> list[Finding]:
         found += _environment_risks(f"models.{name}", entry)
     left_out_models = {f.entry.partition(".")[2] for f in found if f.entry.startswith("models.")}
     context = narrowing.Context(cwd, frozenset(_section(user, "mcp_servers")),
-                                frozenset(left_out_models - set(_section(user, "models"))), frozenset(own_providers))
+                                frozenset(left_out_models - set(_section(user, "models"))), frozenset(own_providers),
+                                decode)
     for name, entry in _section(project, "agents").items():
         mine = _section(user, "agents").get(name, False)
         found += _agent_risks(f"agents.{name}", entry, None if mine is False else _mapping(mine), context)
