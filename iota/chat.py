@@ -3,7 +3,8 @@ instructions, the project, and how its tools are opened. The headless turn and t
 app both start from a `ChatSetup`.
 
 An iota started by a sandboxed iota's command is confined (iota.sandbox.confinement): every chat
-it would start passes `enforce_confinement` first, and its shell must get a working sandbox.
+it would start passes `enforce_confinement` first, its shell must get a working sandbox, and it
+starts no MCP server (a server runs outside the sandbox, and its tools do not ask).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import AsyncIterator, Callable
 import trio
 
 from iota.config import params, settings
+from iota.config.confined import ProjectPin
 from iota import paths
 from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.debug_log import DebugLog
@@ -141,7 +143,8 @@ class ChatSetup:
         headless turn is sent once, so it waits until each server is ready or has failed. The
         tools of servers with `defer:` wait behind a search, in the way the model of this moment
         speaks (iota.mcp.defer): a later /model switch keeps it."""
-        servers = servers_for_run(self.config, self.agent, self.mcp_flags)
+        # A confined chat starts none: an agent naming one was refused, `all of them` is none.
+        servers = [] if self.confinement is not None else servers_for_run(self.config, self.agent, self.mcp_flags)
         if not servers:
             yield
             return
@@ -202,7 +205,8 @@ class ChatSetup:
             self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))
             toolbox.jobs = jobs
             sandboxed = isinstance(sandbox, Sandbox)
-            confinement = Confinement(self.project_root, shell.network, tuple(write)) if sandboxed else None
+            confinement = Confinement(self.project_root, shell.network, tuple(write),
+                                      self._project_pin()) if sandboxed else None
             environment = EnvironmentPolicy(shell.env_keep, frozenset(settings.secret_variables(self.config)))
             withheld = environment.notice()
             if withheld is not None:
@@ -216,6 +220,13 @@ class ChatSetup:
                                      "its commands (iota run -m, iota mcp …) stay in the sandbox")
             toolbox.add(tool)
             yield toolbox
+
+
+    def _project_pin(self) -> ProjectPin:
+        """The project file this chat's config was read with, for the iotas its commands start."""
+        if self.config.project_file is None:
+            return ProjectPin()
+        return ProjectPin(Path(os.path.abspath(self.config.project_file)), self.config.project_sha256)
 
 
 def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_override: str | None = None,
@@ -253,6 +264,9 @@ def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentCo
         raise confinement.refuse("-c is refused (a config of its own could unconfine it)")
     if mcp_flags:
         raise confinement.refuse("--mcp is refused (the server would run outside the sandbox)")
+    if agent.mcp_servers:
+        raise confinement.refuse(f"agents.{agent.name}.mcp_servers is refused (an MCP server would run outside "
+                                 "the sandbox, and its tools do not ask)")
     shell = agent.tools.shell
     if shell is not None:
         from iota.sandbox.bwrap import writable_paths

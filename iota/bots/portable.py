@@ -325,7 +325,10 @@ def plan_import(bundle: Bundle, config: Config, config_path: Path, name: str | N
     entry["mcp_servers"] = []
     user_document = _document(config_path)
     others = {section: value for section, value in user_document.items() if section != "agents"}
-    risks = [finding.describe() for finding in trust.find_risks({"agents": {name: entry}}, others, cwd)]
+    # The person asked for a bot: it is judged as the same entry would be without `mode: bot`.
+    judged = {key: value for key, value in entry.items() if key != "mode"}
+    risks = [finding.describe() for finding in trust.find_risks({"agents": {name: judged}}, others, cwd,
+                                                                settings.AgentConfig.decode)]
     return Plan(name, config_path, entry, bundle, risks, notes)
 
 

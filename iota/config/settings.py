@@ -3,7 +3,9 @@
 Tiers. `~/.iota.yaml` (else `~/.iota.yml`) is the user's; `./.iota.yaml` (else `.yml`) in the
 working directory is merged over it, whole entry by whole entry, each of the four top-level maps
 on its own — less its risky entries until the person trusts it (iota.config.trust). `-c FILE`
-is read alone, with no tiers. A file that cannot be read or is not YAML is skipped with a
+is read alone, with no tiers. A confined iota (started by a sandboxed iota's command) reads as
+its project file only the one its parent ran under, unchanged, and judges it untrusted
+(iota.config.confined). A file that cannot be read or is not YAML is skipped with a
 warning; a file that is YAML but says something wrong fails the load (see config_audit for the
 key audit, which runs on the raw document first).
 
@@ -23,7 +25,7 @@ from typing import Any
 import yaml
 
 from iota import paths, yaml_load
-from iota.config import inheritance, params, trust
+from iota.config import confined, inheritance, params, trust
 from iota.config.params import ParamSources
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
@@ -376,6 +378,7 @@ class Config:
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, Path] = field(default_factory=dict)  # "agents.coder" → the file that defined it
     project_review: trust.Review | None = None  # the project file's trust, unless it is the user's own
+    project_sha256: str | None = None   # SHA-256 of the project file's bytes as read, if one was
 
     @property
     def files(self) -> list[Path]:
@@ -390,13 +393,18 @@ def load(cwd: Path, explicit: Path | None = None) -> Config:
     """Load the config a run in `cwd` would use (or `explicit` alone), checked and decoded. A
     project file the person has not trusted loses its risky entries (see iota.config.trust)."""
     config = Config()
+    pin: confined.ProjectPin | None = None
     if explicit is not None:
         explicit = Path(os.path.abspath(explicit))
         if not explicit.exists():
             raise ConfigError(f"config {explicit}: no such file")
         tiers = [("explicit_file", explicit)]
     else:
-        tiers = [("user_file", paths.user_config_path()), ("project_file", paths.project_config_path(cwd))]
+        tiers = [("user_file", paths.user_config_path())]
+        pin = confined.project_pin(os.environ)
+        project = paths.project_config_path(cwd) if pin is None else pin.path
+        if project is not None:
+            tiers.append(("project_file", project))
     user_document: dict | None = None
     for attribute, path in tiers:
         if attribute != "explicit_file" and not path.exists():
@@ -405,14 +413,19 @@ def load(cwd: Path, explicit: Path | None = None) -> Config:
         if read is _UNREADABLE:
             continue
         document, data = read
+        if attribute == "project_file" and pin is not None and trust.digest(data) != pin.sha256:
+            config.warnings.append(f"project config {path}: not read (it changed since the iota that started "
+                                   "this one read it)")
+            continue
         audit_document(path, document)
         document = document or {}
         if attribute == "user_file":
             user_document = document
         elif attribute == "project_file":
-            document = _trusted_part(config, path, data, document, user_document, cwd)
+            document = _trusted_part(config, path, data, document, user_document, cwd, decided=pin is None)
             if document is None:
                 continue
+            config.project_sha256 = trust.digest(data)
         setattr(config, attribute, path)
         _merge(config, path, document)
     _check_references(config)
@@ -420,14 +433,15 @@ def load(cwd: Path, explicit: Path | None = None) -> Config:
 
 
 def _trusted_part(config: Config, path: Path, data: bytes, document: dict, user_document: dict | None,
-                  cwd: Path) -> dict | None:
+                  cwd: Path, *, decided: bool) -> dict | None:
     """What of the project file applies: all of it once trusted (or when it is the person's own
     file, seen from their home directory), none of it when they chose to ignore it, else all but
-    its risky entries. The review and its one-line warning go on `config`."""
+    its risky entries. Without `decided` (a confined iota) the person's decisions are not read:
+    the file is untrusted. The review and its one-line warning go on `config`."""
     user_file = paths.user_config_path()
     if user_file.exists() and os.path.samefile(path, user_file):
         return document
-    review = trust.review(path, data, document, user_document, cwd)
+    review = trust.review(path, data, document, user_document, cwd, AgentConfig.decode, decided=decided)
     config.project_review = review
     line = trust.warning(review)
     if line:

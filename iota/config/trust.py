@@ -10,11 +10,10 @@ holds something risky ("a finding"):
     providers.<name>            every entry: it says where requests and the API key go
     mcp_servers.<name>          every entry: it starts a program, or connects somewhere, unsandboxed
     models.<name>.provider      naming a provider this file defines
-    agents.<name>               tools weaker than the person's entry of that name, or than the
-                                defaults for a new agent (sandbox: off, network, write, env_keep,
-                                auto_run, auto_write); a system_file outside the project; replacing
-                                the person's bot; inheriting a bot's memory the person's entry does
-                                not; naming a model, provider or MCP server left out
+    agents.<name>               replacing the person's bot, whatever it says; else any key wider
+                                than the person's entry of that name (or, for a new agent, than
+                                iota's defaults), by the one rule of iota.config.narrowing:
+                                more MCP servers, tools, flags, memory, … than theirs
     any entry                   a `${env:…}` reference, which copies a variable of the person's
                                 environment into the value
 
@@ -35,12 +34,13 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from iota import paths
-from iota.config.audit import check_sandbox_mode
+from iota.config import narrowing
 
 TRUSTED_FILE = "trusted.json"
 TRUST, IGNORE = "trust", "ignore"
@@ -94,13 +94,16 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path) -> Review:
+def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path, decode: Callable[[str, dict], Any], *,
+           decided: bool = True) -> Review:
     """The review of project file `path` whose bytes are `data` and parsed document `project`,
-    merged over the person's document `user` (None when there is none), in `cwd`."""
+    merged over the person's document `user` (None when there is none), in `cwd`; `decode` turns an
+    agent entry into what a run uses (settings.AgentConfig.decode). Without
+    `decided` the person's decisions are not consulted (a confined iota's): never decided."""
     path = Path(os.path.abspath(path))
     hashed = digest(data)
-    findings = tuple(find_risks(project, user, cwd))
-    decided = decisions().get(str(path), {})
+    findings = tuple(find_risks(project, user, cwd, decode))
+    decided = decisions().get(str(path), {}) if decided else {}
     decision = decided.get("decision") if decided.get("sha256") == hashed else None
     return Review(path, hashed, findings, decision if decision in (TRUST, IGNORE) else None)
 
@@ -118,7 +121,7 @@ def without(document: dict, entries: list[str]) -> dict:
 # -- what is risky ---------------------------------------------------------------------------------
 
 
-def find_risks(project: Any, user: Any, cwd: Path) -> list[Finding]:
+def find_risks(project: Any, user: Any, cwd: Path, decode: Callable[[str, dict], Any]) -> list[Finding]:
     """Every finding in the project document: providers, MCP servers, models, then agents (a
     `${env:…}` reference with its entry). Later sections see what earlier ones left out, so a
     model on a left-out provider is left out too, and an agent on that model."""
@@ -130,7 +133,6 @@ def find_risks(project: Any, user: Any, cwd: Path) -> list[Finding]:
         found.append(Finding(f"mcp_servers.{name}", f"mcp_servers.{name}", _server_risk(_mapping(entry))))
     # Whatever this file alone defines in those two sections is left out, always.
     own_providers = set(_section(project, "providers")) - set(_section(user, "providers"))
-    own_servers = set(_section(project, "mcp_servers")) - set(_section(user, "mcp_servers"))
     for name, entry in _section(project, "models").items():
         provider = entry.partition(":")[0] if isinstance(entry, str) else _mapping(entry).get("provider")
         if provider in own_providers:
@@ -138,10 +140,12 @@ def find_risks(project: Any, user: Any, cwd: Path) -> list[Finding]:
                                  f"uses provider {provider}, which this file defines"))
         found += _environment_risks(f"models.{name}", entry)
     left_out_models = {f.entry.partition(".")[2] for f in found if f.entry.startswith("models.")}
-    lost_models = left_out_models - set(_section(user, "models"))
+    context = narrowing.Context(cwd, frozenset(_section(user, "mcp_servers")),
+                                frozenset(left_out_models - set(_section(user, "models"))), frozenset(own_providers),
+                                decode)
     for name, entry in _section(project, "agents").items():
         mine = _section(user, "agents").get(name, False)
-        found += _agent_risks(f"agents.{name}", _mapping(entry), mine, cwd, lost_models, own_providers, own_servers)
+        found += _agent_risks(f"agents.{name}", entry, None if mine is False else _mapping(mine), context)
         found += _environment_risks(f"agents.{name}", entry)
     return found
 
@@ -163,74 +167,15 @@ def _server_risk(entry: dict) -> str:
     return "adds an MCP server whose tools run without asking"
 
 
-# The toolset keys that loosen confinement, with what a looser value does. A key is a finding when
-# the project's value is looser than the person's own entry of that agent (or the default).
-_LOOSER_FLAGS = {
-    ("code", "auto_write"): "writes files without asking",
-    ("shell", "auto_run"): "runs commands without asking",
-    ("shell", "network"): "gives commands the network",
-}
-_WIDER_LISTS = {
-    ("shell", "write"): "lets commands write {}",
-    ("shell", "env_keep"): "passes {} to commands",
-}
-
-
-def _agent_risks(entry_name: str, entry: dict, mine: Any, cwd: Path, lost_models: set[str],
-                 own_providers: set[str], own_servers: set[str]) -> list[Finding]:
-    """The findings of one agent entry; `mine` is the person's entry of that name (False: none)."""
-    found: list[Finding] = []
-
-    def add(key: str, reason: str) -> None:
-        found.append(Finding(entry_name, f"{entry_name}.{key}", reason))
-
-    if mine is not False and _mapping(mine).get("mode") == "bot":
-        add("mode", f"replaces your bot {entry_name.partition('.')[2]}")
-    theirs, ours = _mapping(entry.get("tools")), _mapping(_mapping(mine).get("tools"))
-    if _sandbox_off(_options(theirs, "shell").get("sandbox", "auto")) and \
-            not _sandbox_off(_options(ours, "shell").get("sandbox", "auto")):
-        add("tools.shell.sandbox", "runs commands outside the sandbox")
-    for (toolset, key), reason in _LOOSER_FLAGS.items():
-        if _options(theirs, toolset).get(key) is True and _options(ours, toolset).get(key) is not True:
-            add(f"tools.{toolset}.{key}", reason)
-    for (toolset, key), reason in _WIDER_LISTS.items():
-        added = [item for item in _texts(_options(theirs, toolset).get(key))
-                 if item not in _texts(_options(ours, toolset).get(key))]
-        if added:
-            add(f"tools.{toolset}.{key}", reason.format(", ".join(added)))
-    inherited = [name for name in _texts(entry.get("inherit")) if name not in _texts(_mapping(mine).get("inherit"))]
-    if inherited:
-        add("inherit", f"reads the memory of bot{'s' if len(inherited) > 1 else ''} {', '.join(inherited)}")
-    system_file = entry.get("system_file")
-    if isinstance(system_file, str) and not _inside(system_file, cwd):
-        add("system_file", f"reads {system_file} into the system prompt, from outside the project")
-    for key in ("model", "choices", "title_model", "upkeep_model"):
-        for model in _texts(entry.get(key)):
-            provider, colon, _ = model.partition(":")
-            if model in lost_models:
-                add(key, f"uses model {model}, which is left out")
-            elif colon and provider in own_providers:
-                add(key, f"uses provider {provider}, which this file defines")
-    for server in _texts(entry.get("mcp_servers")):
-        if server in own_servers:
-            add("mcp_servers", f"uses MCP server {server}, which this file defines")
-    return found
-
-
-def _sandbox_off(value: Any) -> bool:
-    try:
-        return check_sandbox_mode(value) == "off"
-    except ValueError:
-        return False  # a wrong value fails the load with its own message
-
-
-def _inside(path: str, cwd: Path) -> bool:
-    """Whether a `system_file` surely names a file inside the project: a plain relative path (no
-    `~`, no `${…}`) whose real path, symlinks resolved, lies under the working directory."""
-    if path.startswith("~") or "${" in path or os.path.isabs(path):
-        return False
-    root = os.path.realpath(cwd)
-    return os.path.commonpath([root, os.path.realpath(os.path.join(root, path))]) == root
+def _agent_risks(entry_name: str, entry: Any, mine: Any, context: narrowing.Context) -> list[Finding]:
+    """The findings of one agent entry: replacing the person's bot, whatever it says, and every key
+    wider than the person's entry (`mine`; None: they have none) by the one rule of
+    iota.config.narrowing."""
+    name = entry_name.partition(".")[2]
+    if _mapping(mine).get("mode") == "bot":
+        return [Finding(entry_name, f"{entry_name}.mode", f"replaces your bot {name}")]
+    return [Finding(entry_name, f"{entry_name}.{key}", reason)
+            for key, reason in narrowing.wider_keys(name, entry, mine, context)]
 
 
 _ENV_REFERENCE = re.compile(r"\$\{env:([^}]*)\}")
@@ -255,16 +200,6 @@ def _mapping(value: Any) -> dict:
 
 def _section(document: dict, name: str) -> dict[str, Any]:
     return {str(key): value for key, value in _mapping(document.get(name)).items()}
-
-
-def _options(tools: dict, toolset: str) -> dict:
-    return _mapping(tools.get(toolset))
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(item) for item in value]
-    return [str(value)] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else []
 
 
 # -- what the person is told -----------------------------------------------------------------------

@@ -9,12 +9,16 @@ alike:
     IOTA_CONFINED_ROOT      the parent's project root
     IOTA_CONFINED_NETWORK   1 when the parent's commands may reach the network, else 0
     IOTA_CONFINED_WRITE     the parent's `write:` paths, as a JSON list
+    IOTA_CONFINED_PROJECT_CONFIG   the project config file the parent ran under, with its SHA-256
+                            (JSON), or null: the only project file the child may read, unchanged,
+                            and as untrusted (iota.config.confined)
 
 and an iota that finds it there enforces it when a chat starts (`enforce_confinement` in
 iota.chat): its project root is that root and a working directory outside it is refused; its
 shell must be sandboxed, with no network the parent's commands lack and nothing writable the
 parent's cannot write; `-c` and `--mcp` are refused (a config or a server of the model's
-choosing would run outside the sandbox); and it runs only headless, where whatever would need a
+choosing would run outside the sandbox); it starts no MCP server at all (an MCP server runs
+outside the sandbox and its tools do not ask), and an agent that names one is refused; and it runs only headless, where whatever would need a
 yes is refused. Its own shell passes its own confinement on — the same root, a policy no weaker
 — so a child started from a child keeps it too. A variable that cannot be read confines as
 tightly as it can: a malformed one stops the start.
@@ -28,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from iota.config.confined import PROJECT_CONFIG_VARIABLE, ROOT_VARIABLE, ProjectPin, project_pin
 from iota.errors import ConfigError
 
-ROOT_VARIABLE = "IOTA_CONFINED_ROOT"
 NETWORK_VARIABLE = "IOTA_CONFINED_NETWORK"
 WRITE_VARIABLE = "IOTA_CONFINED_WRITE"
 
@@ -46,10 +50,11 @@ class Confinement:
     root: Path
     network: bool = False
     write: tuple[str, ...] = ()  # absolute paths
+    project_config: ProjectPin = ProjectPin()   # the project file the parent ran under (path None: none)
 
     def environment(self) -> dict[str, str]:
         return {ROOT_VARIABLE: str(self.root), NETWORK_VARIABLE: "1" if self.network else "0",
-                WRITE_VARIABLE: json.dumps(list(self.write))}
+                WRITE_VARIABLE: json.dumps(list(self.write)), PROJECT_CONFIG_VARIABLE: self.project_config.value()}
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Confinement | None:
@@ -66,7 +71,8 @@ class Confinement:
                 not all(isinstance(path, str) and os.path.isabs(path) for path in write):
             raise ConfinementError(f"{ROOT_VARIABLE}, {NETWORK_VARIABLE} or {WRITE_VARIABLE} is malformed; "
                                    "this iota was started confined and will not run unconfined")
-        return cls(Path(os.path.normpath(root)), network == "1", tuple(os.path.normpath(p) for p in write))
+        return cls(Path(os.path.normpath(root)), network == "1", tuple(os.path.normpath(p) for p in write),
+                   project_pin(environ) or ProjectPin())
 
     def refuse(self, what: str) -> ConfinementError:
         return ConfinementError(f"confined to {self.root} by the iota that started this one: {what}")

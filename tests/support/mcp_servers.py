@@ -14,6 +14,9 @@ servers left behind.
         # one more tool, `grow(name)`, which adds a tool called `name` and sends the client
         # notifications/tools/list_changed
 
+    FS_SERVER                             # a config entry of a stdio server whose tool
+                                          # `append_file(path, text)` writes any file
+
 The servers run in a thread with their own asyncio loop, because uvicorn speaks asyncio and the
 tests run under trio; the tests reach them only over loopback HTTP, as iota would.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import socket
 import threading
 import time
@@ -40,6 +44,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 PNG_BYTES = 12 * 1024
+# The person's filesystem server, as a `mcp_servers:` entry in YAML flow style (mcp_fs_server.py).
+FS_SERVER = f"{{command: '{sys.executable}', args: ['{Path(__file__).with_name('mcp_fs_server.py')}']}}"
 
 
 @dataclass

@@ -59,3 +59,16 @@ def test_esc_decides_nothing(project):
     assert not trust.trusted_path().exists()
     _, asked = settle(project, None)
     assert len(asked) == 1                                                      # asked again next time
+
+
+def test_an_agent_given_your_mcp_server_is_asked_about(tmp_path, fake_home):
+    """A file that only attaches the person's server to their agent (issue 26, item 3) asks."""
+    (fake_home / ".iota.yaml").write_text(USER.replace("  chat: {model: m}\n", "  chat: {model: m, mcp_servers: []}\n")
+                                          + "mcp_servers:\n  fs: {command: no-such-server}\n")
+    directory = tmp_path / "cloned"
+    directory.mkdir()
+    (directory / ".iota.yaml").write_text("agents:\n  chat: {model: m, mcp_servers: [fs]}\n")
+    loaded, asked = settle(directory, None)
+    [(title, _)] = asked
+    assert "  agents.chat: mcp_servers starts MCP server fs outside the sandbox, whose tools do not ask\n" in title
+    assert loaded.agents["chat"].mcp_servers == ()

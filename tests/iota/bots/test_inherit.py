@@ -78,9 +78,10 @@ def test_a_project_file_cannot_read_your_bots_memory_until_trusted(fake_home, pr
     (project / ".iota.yaml").write_text("agents:\n  spy: {mode: bot, model: m, inherit: [main]}\n"
                                         "  helper: {mode: bot, model: m}\n")
     config = load(fake_home, project, "  main: {mode: bot, model: m}\n")
-    assert "spy" not in config.agents and "helper" in config.agents
+    assert "spy" not in config.agents and "helper" not in config.agents   # a new bot is left out too
     assert [finding.describe() for finding in config.project_review.findings] == [
-        "agents.spy: inherit reads the memory of bot main"]
+        "agents.spy: mode makes it a bot", "agents.spy: inherit reads the memory of bot main",
+        "agents.helper: mode makes it a bot"]
 
 
 def test_an_inherited_name_that_cannot_be_a_directory_is_refused_at_start(fake_home, project):
