@@ -199,7 +199,8 @@ class ChatSetup:
             sandbox = None
             if shell.sandbox == "auto":
                 sandbox = await probe_sandbox(self.project_root, network=shell.network, write=write,
-                                              scratch=jobs.scratch_dir, logs=jobs.log_dir, cwd=self.cwd)
+                                              scratch=jobs.scratch_dir, logs=jobs.log_dir, cwd=self.cwd,
+                                              limits=shell.limits)
             if self.confinement is not None and not isinstance(sandbox, Sandbox):
                 raise self.confinement.refuse(f"its commands need a sandbox, and there is none here ({sandbox.reason})")
             self.warnings.extend(startup_warnings(sandbox, auto_run=shell.auto_run))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from iota.config.limits import LimitsError, decode_limits
 from iota.errors import ConfigError
 
 TOP_LEVEL = ("providers", "models", "agents", "mcp_servers")
@@ -36,7 +37,7 @@ AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
     "code": ("read_only", "auto_write"),
-    "shell": ("sandbox", "network", "auto_run", "write", "env_keep"),
+    "shell": ("sandbox", "network", "auto_run", "write", "env_keep", "limits"),
     "skills": (),
     "ask": (),
 }
@@ -151,6 +152,11 @@ def _audit_tools(path: Path, coordinate: str, tools: Any) -> None:
                 raise fail(path, f"{where}.{key}", f"unknown key (want {known})")
             if key in BOOLEAN_KEYS:
                 audit_boolean(path, f"{where}.{key}", value)
+            if (name, key) == ("shell", "limits"):
+                try:
+                    decode_limits(value)
+                except LimitsError as error:
+                    raise fail(path, f"{where}.{error.key}", str(error)) from None
 
 
 def audit_boolean(path: Path, coordinate: str, value: Any) -> None:

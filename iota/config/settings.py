@@ -27,6 +27,7 @@ import yaml
 from iota import paths, yaml_load
 from iota.config import confined, inheritance, params, trust
 from iota.config.params import ParamSources
+from iota.config.limits import ShellLimits, decode_limits
 from iota.config.audit import (MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, audit_document, check_sandbox_mode,
                                fail)
 from iota.errors import ConfigError, MissingAPIKey
@@ -146,6 +147,7 @@ class ShellOptions:
     write: tuple[str, ...] = ()
     # Variables a command gets beyond the core set (iota.sandbox.environment): names or patterns (`AWS_*`).
     env_keep: tuple[str, ...] = ()
+    limits: ShellLimits = field(default_factory=ShellLimits.default)
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ class Toolsets:
                 raise BadValue("tools.shell.sandbox", str(error)) from None
             shell = ShellOptions(sandbox, given.get("network", False), given.get("auto_run", False),
                                  tuple(_texts(given, "write", "tools.shell.write")),
-                                 tuple(_texts(given, "env_keep", "tools.shell.env_keep")))
+                                 tuple(_texts(given, "env_keep", "tools.shell.env_keep")),
+                                 decode_limits(given.get("limits")))  # checked by the audit already
         return cls(code, shell, raw.get("skills") is not False, raw.get("ask") is not False, named)
 
 

@@ -40,38 +40,54 @@ short-lived process, two on the `--unshare-user` path.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import trio
 
 from iota import paths
+from iota.config.limits import ShellLimits
 from iota.errors import IotaError
 from iota.sandbox.placeholders import Protected, holding
 from iota.sandbox.mounts import overlay, runtime_dirs
 
 # The bwrap arguments every command starts with: the root read-only, a fresh /dev and /proc,
-# its own PID and IPC namespaces, and the sandbox dies with iota.
+# its own PID and IPC namespaces, no capability at all (bwrap leaves root's in place unless told),
+# and the sandbox dies with iota.
 BWRAP_BASE = (
     "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-    "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+    "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent",
+)
+# A user namespace, the caller's uid mapped to itself: whatever capability a process inside
+# gained would hold only over the sandbox's own namespaces, never over the machine's mounts.
+USER_NAMESPACE = ("--unshare-user",)
+
+
+
+def limited_shell(limits: ShellLimits) -> str:
+    """The script of the shell bwrap starts: it sets the limits (`ulimit -v` counts KiB, `-f`
+    blocks of 1 KiB), then becomes the command's own shell (`$0` is bash, `$1` the command line),
+    so the command runs exactly as `bash -c COMMAND` would. A limit that is lower already stays."""
+    return (f"ulimit -v {limits.memory // 1024} 2>/dev/null; ulimit -f {limits.file_size // 1024} 2>/dev/null; "
+            f'ulimit -u {limits.processes} 2>/dev/null; exec "$0" -c "$1"')
+
+
+# The probe's command: it fails unless the sandbox holds no capability (CapEff all zeros).
+NO_CAPABILITIES = (
+    'while read -r key value; do [ "$key" = CapEff: ] && { [ -z "${value//0/}" ] && exit 0; '
+    'echo "commands would keep capabilities (CapEff $value)" >&2; exit 1; }; done < /proc/self/status; '
+    'echo "cannot read CapEff from /proc/self/status" >&2; exit 1'
 )
 
-# RLIMIT_NPROC inside the sandbox. It counts threads too: a parallel build of a big project
-# stays well under it, a fork bomb stops at it.
-MAX_PROCESSES = 2048
-# The shell bwrap starts sets the limit, then becomes the command's own shell (`$0` is bash,
-# `$1` the command line), so the command runs exactly as `bash -c COMMAND` would. A limit that
-# is lower already stays.
-LIMITED_SHELL = f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$0" -c "$1"'
-
-# What bwrap says where only a user namespace lets it create the others.
-NAMESPACE_REFUSED = "Creating new namespace failed: Operation not permitted"
+# Where the projects' own caches live, inside the user's cache directory (see `sandbox_cache`).
+CACHES_DIR = "iota-sandbox"
 
 # A probe is one `true`; a bwrap that has not answered by then is not going to be usable.
 PROBE_SECONDS = 10.0
@@ -108,8 +124,10 @@ class Sandbox:
     config_dirs: tuple[str, ...] = ()
     # The user's cache directory, where commands see a cache of their own (`sandbox_cache`).
     cache: str | None = None
-    # Set by the probe where plain namespaces are refused but a user namespace makes them work.
-    unshare_user: bool = False
+    # Off only where the probe found no user namespace for a caller who is not root (a setuid
+    # bwrap, user namespaces disabled): bwrap then leaves the caller no capability of its own.
+    unshare_user: bool = True
+    limits: ShellLimits = field(default_factory=ShellLimits.default)
 
     def launch(self, script: str, cwd: os.PathLike[str] | str | None = None) -> Launch:
         """The command line for `script`, started in `cwd` (inside the sandbox's view)."""
@@ -117,7 +135,7 @@ class Sandbox:
         if not self.network:
             argv.append("--unshare-net")
         if self.unshare_user:
-            argv.append("--unshare-user")
+            argv += USER_NAMESPACE
         if self.scratch is not None and os.path.isdir(self.scratch):
             argv += ["--bind", self.scratch, "/tmp"]
         else:
@@ -131,7 +149,7 @@ class Sandbox:
         writable = [path for path in self.writable if os.path.isdir(path)]
         for path in writable:
             argv += ["--bind", path, path]
-        private_cache = sandbox_cache(self.cache) if self.cache is not None else None
+        private_cache = sandbox_cache(self.cache, self.root) if self.cache is not None else None
         if private_cache is not None:
             argv += ["--bind", private_cache, self.cache]
             writable.append(self.cache)
@@ -146,7 +164,7 @@ class Sandbox:
             argv += ["--ro-bind", "/dev/null", socket]
         if cwd is not None:
             argv += ["--chdir", os.fspath(cwd)]
-        argv += ["--", self.bash, "-c", LIMITED_SHELL, self.bash, script]
+        argv += ["--", self.bash, "-c", limited_shell(self.limits), self.bash, script]
         return Launch(argv, tuple(mounts.protected + mounts.hidden))
 
 
@@ -177,15 +195,23 @@ def user_cache_dir() -> str | None:
     return os.path.join(home, ".cache") if home else None
 
 
-def sandbox_cache(cache: str) -> str | None:
-    """The host directory sandboxed commands see as the user's cache `cache`, created if missing;
+def sandbox_cache(cache: str, root: str) -> str | None:
+    """The host directory sandboxed commands of the project at `root` see as the user's cache
+    `cache`: `<cache>/iota-sandbox/<name>-<hash of the project's real path>`, created if missing.
     None when it cannot be (the cache is then read-only inside, like the rest of home)."""
-    private = os.path.join(cache, "iota-sandbox")
+    real = os.path.realpath(root)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(real)).strip("-.") or "root"
+    digest = hashlib.sha256(real.encode(errors="surrogateescape")).hexdigest()[:16]
+    caches = os.path.join(cache, CACHES_DIR)
+    private = os.path.join(caches, f"{name[:40]}-{digest}")
     try:
+        os.makedirs(caches, mode=0o700, exist_ok=True)
         os.makedirs(private, mode=0o700, exist_ok=True)
     except OSError:
         return None
-    return private if os.path.isdir(private) and not os.path.islink(private) else None
+    if os.path.islink(caches) or os.path.islink(private) or not os.path.isdir(private):
+        return None
+    return private
 
 
 def writable_paths(root: os.PathLike[str] | str, write: Sequence[str] = ()) -> tuple[str, ...]:
@@ -206,6 +232,7 @@ async def probe_sandbox(
     scratch: os.PathLike[str] | str | None = None,
     logs: os.PathLike[str] | str | None = None,
     cwd: os.PathLike[str] | str | None = None,
+    limits: ShellLimits | None = None,
     bwrap: str = "bwrap",
 ) -> Sandbox | SandboxUnavailable:
     """The sandbox every command will run in, proven by running `true` in it, or why there is none.
@@ -230,17 +257,24 @@ async def probe_sandbox(
         logs=os.fspath(logs) if logs is not None else None,
         config_dirs=tuple(dict.fromkeys(config_dirs)),
         cache=user_cache_dir(),
+        limits=limits or ShellLimits.default(),
     )
     failure = await _run_probe(sandbox)
-    if failure is not None and NAMESPACE_REFUSED in failure:
-        sandbox = replace(sandbox, unshare_user=True)
-        failure = await _run_probe(sandbox)
+    if failure is not None and os.geteuid() != 0:
+        # No user namespace for this caller: a setuid bwrap still sandboxes, and gives a caller
+        # who is not root no capability (the probe checks that too).
+        plain = replace(sandbox, unshare_user=False)
+        if await _run_probe(plain) is None:
+            return plain
+    if failure is not None and os.geteuid() == 0:
+        failure = f"bwrap cannot take root's capabilities away here: {failure}"
     return sandbox if failure is None else SandboxUnavailable(failure)
 
 
 async def _run_probe(sandbox: Sandbox) -> str | None:
-    """None when `true` ran in the sandbox, else what went wrong in one line."""
-    launch = sandbox.launch("true", sandbox.root)
+    """None when a command ran in the sandbox and held no capability there, else what went wrong
+    in one line."""
+    launch = sandbox.launch(NO_CAPABILITIES, sandbox.root)
     with trio.move_on_after(PROBE_SECONDS):
         try:
             with launch.hold():

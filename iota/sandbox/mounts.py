@@ -44,9 +44,14 @@ GIT_PROTECTED = (
     Protected("config.worktree"),
     # An empty commondir breaks git; "." names the git directory itself, which changes nothing.
     Protected("commondir", b".\n"),
+    # exclude hides files from `git status` and `git add -A`, attributes names filters and diff
+    # drivers, sparse-checkout takes files out of the checkout: all of them change what the
+    # person sees of the project.
+    Protected("info", None),
 )
-# A linked worktree's git directory takes its hooks and config from the common directory.
-WORKTREE_PROTECTED = (Protected("config.worktree"), Protected("commondir", b".\n"))
+# A linked worktree's git directory takes its hooks and config from the common directory; its
+# info/ holds its own sparse-checkout.
+WORKTREE_PROTECTED = (Protected("config.worktree"), Protected("commondir", b".\n"), Protected("info", None))
 
 CONFIG_NAMES = (".iota.yaml", ".iota.yml")
 APP_DIR = ".iota"

@@ -22,10 +22,12 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import signal
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from iota.config.limits import show_size
 from iota.tools.base import ApprovalRequest, Tool, ToolResult
 from iota.errors import ToolError
 from iota.sandbox.confinement import Confinement
@@ -49,9 +51,16 @@ OUTSIDE_SANDBOX = "(outside the sandbox)"
 
 SANDBOXED = (
     "Commands run inside an OS sandbox: file writes are confined to the project root, /tmp (private to "
-    "this session) and the cache directory (writes elsewhere fail with permission errors), git's hooks "
-    "and config are read-only, and network access is {network}."
+    "this session) and the cache directory (writes elsewhere fail with permission errors), git's hooks, "
+    "config and info/ are read-only, and network access is {network}. Each process may use up to "
+    "{memory} of memory, write files up to {file_size} and the command may run {processes} processes "
+    "at once: past that, allocations fail (MemoryError, \"Cannot allocate memory\"), a write stops the "
+    "writer (\"File size limit exceeded\") and forks fail (\"Resource temporarily unavailable\")."
 )
+# What the model reads after a command a limit stopped, where the command itself may have said
+# nothing: a process killed by SIGXFSZ dies silently (bash reports 128 + 25).
+FILE_SIZE_EXIT = 128 + signal.SIGXFSZ
+FILE_SIZE_NOTE = "[stopped: a file reached the sandbox's file size limit of {file_size}]"
 UNSANDBOXED = "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative."
 
 DESCRIPTION = (
@@ -114,7 +123,9 @@ class ShellTool(Tool):
         self.let_go_after = let_go_after
         self.environment = environment
         self.bash = sandbox.bash if sandbox else find_bash()
-        suffix = SANDBOXED.format(network="allowed" if sandbox.network else "BLOCKED") if sandbox else UNSANDBOXED
+        suffix = UNSANDBOXED if sandbox is None else SANDBOXED.format(
+            network="allowed" if sandbox.network else "BLOCKED", memory=show_size(sandbox.limits.memory),
+            file_size=show_size(sandbox.limits.file_size), processes=sandbox.limits.processes)
         self.description = DESCRIPTION.format(let_go=go_duration(let_go_after), max_jobs=MAX_JOBS) + suffix
         self.parameters = {
             "type": "object",
@@ -224,7 +235,11 @@ class ShellTool(Tool):
             return ToolResult(f"failed to run: {detail}", is_error=True)
         if isinstance(end, LetGo):
             return self._let_go_receipt(end)
-        return _ended_result(end, timeout)
+        result = _ended_result(end, timeout)
+        if self.sandbox is not None and call is None and end.exit_code == FILE_SIZE_EXIT:
+            note = FILE_SIZE_NOTE.format(file_size=show_size(self.sandbox.limits.file_size))
+            result = ToolResult(f"{result.content}\n{note}", result.is_error)
+        return result
 
     def _working_dir(self, args: dict[str, Any]) -> Path:
         """The `cwd` argument: relative to the root, absolute as it is (no jail: the sandbox decides

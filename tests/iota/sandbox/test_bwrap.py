@@ -4,6 +4,7 @@ there, and how the start-up probe reports a sandbox that cannot work."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,13 +17,14 @@ import trio
 
 from iota.config.audit import check_sandbox_mode
 from iota.sandbox.bwrap import (
-    MAX_PROCESSES,
     Sandbox,
     SandboxUnavailable,
     probe_sandbox,
+    limited_shell,
     startup_warnings,
     writable_paths,
 )
+from iota.sandbox import bwrap as bwrap_module
 from iota.sandbox import mounts as sandbox_mounts
 from iota.errors import ToolError
 from iota.tools.code.paths import Jail
@@ -94,33 +96,32 @@ def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, mon
     launch = sandbox.launch("echo hi", project)
     assert launch.argv == [
         "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--unshare-net",
-        "--bind", str(tmp_path), "/tmp", "--setenv", "TMPDIR", "/tmp", *runtime,
+        "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent", "--unshare-net",
+        "--unshare-user", "--bind", str(tmp_path), "/tmp", "--setenv", "TMPDIR", "/tmp", *runtime,
         "--ro-bind", str(tmp_path), str(tmp_path),
         "--bind", str(project), str(project),
         "--bind", str(tmp_path / "logs"), str(tmp_path / "logs"),
         "--bind", str(git), str(git),
-        *[arg for name in ("hooks", "config", "config.worktree", "commondir")
+        *[arg for name in ("hooks", "config", "config.worktree", "commondir", "info")
           for arg in ("--ro-bind", str(git / name), str(git / name))],
         *[arg for name in (".iota.yaml", ".iota.yml")
           for arg in ("--ro-bind", str(project / name), str(project / name))],
         "--ro-bind", "/dev/null", "/run/docker.sock",
         "--chdir", str(project),
-        "--", "/bin/bash", "-c", f'ulimit -u {MAX_PROCESSES} 2>/dev/null; exec "$0" -c "$1"', "/bin/bash", "echo hi",
+        "--", "/bin/bash", "-c", limited_shell(sandbox.limits), "/bin/bash", "echo hi",
     ]
     # What does not exist yet is held as a placeholder while the command runs.
     assert [held.path for held in launch.held] == [
         str(git / "hooks"), str(git / "config"), str(git / "config.worktree"), str(git / "commondir"),
-        str(project / ".iota.yaml"), str(project / ".iota.yml"),
+        str(git / "info"), str(project / ".iota.yaml"), str(project / ".iota.yml"),
     ]
     networked = Sandbox(bwrap="bwrap", bash="/bin/bash", root=str(tmp_path / "missing"), writable=(),
-                        network=True, unshare_user=True)
+                        network=True, unshare_user=False)
     argv = networked.launch("x").argv
-    assert argv[:12] == [
+    assert argv[:14] == [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc",
-        "--die-with-parent", "--unshare-user",
-    ]
-    assert argv[12:14] == ["--tmpfs", "/tmp"], "without a scratch directory, a fresh /tmp"
+        "--cap-drop", "ALL", "--die-with-parent", "--tmpfs",
+    ], "without a scratch directory, a fresh /tmp; without a user namespace where the probe found none"
     assert "--unshare-net" not in argv
 
 
@@ -173,30 +174,53 @@ def fake_bwrap(tmp_path: Path, body: str) -> str:
     return str(path)
 
 
-async def test_probe_failure_gives_bwraps_reason(project, tmp_path):
+@pytest.mark.parametrize("euid", [0, 1000])
+async def test_probe_failure_gives_bwraps_reason(project, tmp_path, monkeypatch, euid):
+    monkeypatch.setattr(bwrap_module.os, "geteuid", lambda: euid)
     bwrap = fake_bwrap(tmp_path, 'echo "bwrap: No permissions to create new namespace" >&2\nexit 1\n')
+    prefix = "bwrap cannot take root's capabilities away here: " if euid == 0 else ""
     assert await probe_sandbox(project, bwrap=bwrap) == SandboxUnavailable(
-        "bwrap: No permissions to create new namespace"
+        prefix + "bwrap: No permissions to create new namespace"
     )
 
 
-async def test_probe_retries_with_a_user_namespace(project, tmp_path):
-    # Like a container without CAP_SYS_ADMIN: plain namespaces are refused, a user namespace works.
-    bwrap = fake_bwrap(tmp_path, (
-        'for arg; do [ "$arg" = --unshare-user ] && exit 0; done\n'
-        'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2\nexit 1\n'
-    ))
+# A bwrap that refuses a user namespace (a setuid bwrap where user namespaces are off) and runs
+# the command as it is otherwise: no namespace, no capability dropped.
+REFUSES_USER_NAMESPACES = (
+    'for arg; do [ "$arg" = --unshare-user ] && { echo "bwrap: setting up uid map: Permission denied" >&2; exit 1; }; done\n'
+    'while [ "$1" != -- ]; do shift; done; shift; exec "$@"\n'
+)
+
+
+async def test_probe_asks_for_a_user_namespace_first(project, tmp_path):
+    bwrap = fake_bwrap(tmp_path, 'for arg; do [ "$arg" = --unshare-user ] && exit 0; done\nexit 1\n')
     sandbox = await probe_sandbox(project, bwrap=bwrap)
     assert isinstance(sandbox, Sandbox) and sandbox.unshare_user
-    assert "--unshare-user" in sandbox.launch("true").argv
+    assert "--unshare-user" in sandbox.launch("true").argv and "--cap-drop" in sandbox.launch("true").argv
 
 
-async def test_probe_that_fails_even_with_a_user_namespace_is_unavailable(project, tmp_path):
-    bwrap = fake_bwrap(tmp_path, (
-        'for arg; do [ "$arg" = --unshare-user ] && { echo "bwrap: setting up uid map: Permission denied" >&2; exit 1; }; done\n'
-        'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2\nexit 1\n'
-    ))
-    assert await probe_sandbox(project, bwrap=bwrap) == SandboxUnavailable("bwrap: setting up uid map: Permission denied")
+async def test_without_a_user_namespace_a_caller_who_is_not_root_gets_a_plain_sandbox(project, tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root's commands hold capabilities without a user namespace: the next test")
+    sandbox = await probe_sandbox(project, bwrap=fake_bwrap(tmp_path, REFUSES_USER_NAMESPACES))
+    assert isinstance(sandbox, Sandbox) and not sandbox.unshare_user
+    assert "--unshare-user" not in sandbox.launch("true").argv
+
+
+async def test_root_is_refused_a_sandbox_that_keeps_its_capabilities(project, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("only root's commands hold capabilities to keep")
+    # The fake runs the probe's command for real, as root: it sees root's capabilities and says so.
+    sandbox = await probe_sandbox(project, bwrap=fake_bwrap(tmp_path, REFUSES_USER_NAMESPACES))
+    assert isinstance(sandbox, SandboxUnavailable)
+    assert re.fullmatch(r"bwrap cannot take root's capabilities away here: bwrap: setting up uid map: Permission denied",
+                        sandbox.reason)
+    # And where a user namespace works but the capabilities stay (a bwrap ignoring --cap-drop):
+    keeps = fake_bwrap(tmp_path, 'while [ "$1" != -- ]; do shift; done; shift; exec "$@"\n')
+    sandbox = await probe_sandbox(project, bwrap=keeps)
+    assert isinstance(sandbox, SandboxUnavailable)
+    assert re.fullmatch(r"bwrap cannot take root's capabilities away here: commands would keep capabilities "
+                        r"\(CapEff [0-9a-f]{16}\)", sandbox.reason)
 
 
 # --- what a sandboxed command can do ---------------------------------------------------------------
@@ -328,10 +352,10 @@ def test_a_repository_with_worktrees_and_nested_submodules(tmp_path):
     assert binds == [str(git / path) for path in (
         ".", "worktrees", "worktrees/w1", "modules", "modules/b", "modules/libs", "modules/libs/a",
         "modules/libs/a/modules", "modules/libs/a/modules/inner")]
-    names = ["hooks", "config", "config.worktree", "commondir"]
+    names = ["hooks", "config", "config.worktree", "commondir", "info"]
     assert sorted(protected) == sorted(
         [str(git / name) for name in names]
-        + [str(git / "worktrees/w1" / name) for name in ("config.worktree", "commondir")]
+        + [str(git / "worktrees/w1" / name) for name in ("config.worktree", "commondir", "info")]
         + [str(git / module / name) for module in modules for name in names]
         + [str(tmp_path / "project" / name) for name in (".iota.yaml", ".iota.yml")]
     )
@@ -349,10 +373,11 @@ def test_a_linked_worktree_protects_its_git_file_and_the_common_directory(tmp_pa
         [], [str(worktree / ".git"), str(worktree / ".iota.yaml"), str(worktree / ".iota.yml")])
     binds, protected = mounts_of(worktree, [worktree, tmp_path / "main"])
     assert binds[:2] == [str(common / "worktrees" / "feature"), str(common)]
-    assert protected[:7] == [
+    feature = common / "worktrees" / "feature"
+    assert protected[:9] == [
         str(worktree / ".git"),
-        str(common / "worktrees" / "feature" / "config.worktree"), str(common / "worktrees" / "feature" / "commondir"),
-        *[str(common / name) for name in ("hooks", "config", "config.worktree", "commondir")],
+        *[str(feature / name) for name in ("config.worktree", "commondir", "info")],
+        *[str(common / name) for name in ("hooks", "config", "config.worktree", "commondir", "info")],
     ]
 
 

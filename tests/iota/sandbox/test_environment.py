@@ -104,5 +104,5 @@ def test_env_keep_must_be_a_list(fake_home, tmp_path, value, message):
 
 def test_an_unknown_shell_key_names_env_keep(fake_home, tmp_path):
     write_config(fake_home, "agents:\n  coder:\n    tools:\n      shell: {env_kept: [X]}\n")
-    with pytest.raises(ConfigError, match=r"unknown key \(want sandbox, network, auto_run, write, env_keep\)$"):
+    with pytest.raises(ConfigError, match=r"unknown key \(want sandbox, network, auto_run, write, env_keep, limits\)$"):
         settings.load(tmp_path)
