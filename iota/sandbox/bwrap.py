@@ -47,7 +47,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 
 import trio
@@ -55,8 +55,9 @@ import trio
 from iota import paths
 from iota.config.limits import ShellLimits
 from iota.errors import IotaError
-from iota.sandbox.placeholders import Protected, holding
-from iota.sandbox.mounts import overlay, runtime_dirs
+from iota.sandbox import cgroups
+from iota.sandbox.placeholders import Protected, holding, remove_abandoned
+from iota.sandbox.mounts import CONFIG_NAMES, overlay, runtime_dirs
 
 # The bwrap arguments every command starts with: the root read-only, a fresh /dev and /proc,
 # its own PID and IPC namespaces, no capability at all (bwrap leaves root's in place unless told),
@@ -100,9 +101,20 @@ class Launch:
 
     argv: list[str]
     held: tuple[Protected, ...] = ()
+    # The pids cgroup the command runs in (root only, see cgroups.py) and its process limit.
+    cgroup: str | None = None
+    processes: int = 0
 
     def hold(self) -> AbstractContextManager[None]:
-        return holding(self.held)
+        return self._holding()
+
+    @contextmanager
+    def _holding(self):
+        with ExitStack() as stack:
+            stack.enter_context(holding(self.held))
+            if self.cgroup is not None:
+                stack.enter_context(cgroups.pids_cgroup(self.cgroup, self.processes))
+            yield
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,10 @@ class Sandbox:
     # bwrap, user namespaces disabled): bwrap then leaves the caller no capability of its own.
     unshare_user: bool = True
     limits: ShellLimits = field(default_factory=ShellLimits.default)
+    # Root's commands (exempt from RLIMIT_NPROC) each get a pids cgroup under this directory;
+    # `unlimited_processes` where root has none to make.
+    pids_cgroups: str | None = None
+    unlimited_processes: bool = False
 
     def launch(self, script: str, cwd: os.PathLike[str] | str | None = None) -> Launch:
         """The command line for `script`, started in `cwd` (inside the sandbox's view)."""
@@ -165,7 +181,11 @@ class Sandbox:
         if cwd is not None:
             argv += ["--chdir", os.fspath(cwd)]
         argv += ["--", self.bash, "-c", limited_shell(self.limits), self.bash, script]
-        return Launch(argv, tuple(mounts.protected + mounts.hidden))
+        held = tuple(mounts.protected + mounts.hidden)
+        if self.pids_cgroups is None:
+            return Launch(argv, held)
+        cgroup = cgroups.new_name(self.pids_cgroups)
+        return Launch(cgroups.joining(cgroup, argv), held, cgroup, self.limits.processes)
 
 
 @dataclass(frozen=True)
@@ -246,6 +266,9 @@ async def probe_sandbox(
     if found is None:
         return SandboxUnavailable("bwrap not found")
     root = os.path.normpath(os.path.abspath(root))
+    pids_cgroups = cgroups.pids_parent() if cgroups.needed() else None
+    if pids_cgroups is not None:
+        cgroups.remove_dead_cgroups(pids_cgroups)
     config_dirs = [root] + ([os.path.normpath(os.path.abspath(cwd))] if cwd is not None else [])
     sandbox = Sandbox(
         bwrap=found,
@@ -258,7 +281,15 @@ async def probe_sandbox(
         config_dirs=tuple(dict.fromkeys(config_dirs)),
         cache=user_cache_dir(),
         limits=limits or ShellLimits.default(),
+        pids_cgroups=pids_cgroups,
+        unlimited_processes=cgroups.needed() and pids_cgroups is None,
     )
+    # The probe holds (and so sweeps) the placeholders this start protects; the config ones of
+    # home are protected only where home is writable, so a killed iota's may lie there still.
+    home = _home()
+    for directory in (*sandbox.config_dirs, *([home] if home else [])):
+        for name in CONFIG_NAMES:
+            remove_abandoned(Protected(os.path.join(directory, name), None))
     failure = await _run_probe(sandbox)
     if failure is not None and os.geteuid() != 0:
         # No user namespace for this caller: a setuid bwrap still sandboxes, and gives a caller
@@ -307,6 +338,9 @@ def startup_warnings(sandbox: Sandbox | SandboxUnavailable | None, *, auto_run: 
     """The one-line warnings the start-up card shows for a shell set; `sandbox` is the probe's
     answer, or None when the config says `sandbox: off`."""
     warnings = []
+    if isinstance(sandbox, Sandbox) and sandbox.unlimited_processes:
+        warnings.append("sandboxed commands are not limited in processes: iota runs as root, which RLIMIT_NPROC "
+                        "exempts, and no pids cgroup can be made here")
     if isinstance(sandbox, SandboxUnavailable):
         asks = "" if auto_run else "; shell commands will ask before running"
         warnings.append(f"sandbox unavailable: {sandbox.reason}{asks}")

@@ -108,6 +108,12 @@ def _open_or_create(protected: Protected) -> int:
 def _release(protected: Protected, fd: int) -> None:
     """Drops our lock, then removes the placeholder if it is one and nobody else holds it."""
     os.close(fd)
+    remove_abandoned(protected)
+
+
+def remove_abandoned(protected: Protected) -> None:
+    """Removes the placeholder at the path if it is one and nobody holds it: one an iota killed
+    by `kill -9` left behind, or ours once we let go."""
     try:
         fd = os.open(protected.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:

@@ -47,6 +47,7 @@ import trio
 
 from iota.text import format_elapsed
 from iota.errors import ToolError
+from iota.sandbox.leftovers import JOBS_PREFIX, TMP_PREFIX, remove_dead_directories
 from iota.sandbox.processes import run_to_end, spawn
 
 MAX_JOBS = 16
@@ -351,8 +352,9 @@ async def open_job_table(
     sandbox) is always a fresh private one, removed then too. Closing it kills every command
     still running."""
     own_dir = log_dir is None
-    directory = Path(tempfile.mkdtemp(prefix=f"iota-jobs-{os.getpid()}-")) if own_dir else Path(log_dir)
-    scratch = Path(tempfile.mkdtemp(prefix=f"iota-tmp-{os.getpid()}-"))
+    remove_dead_directories()  # an iota killed by `kill -9` could not remove its own
+    directory = Path(tempfile.mkdtemp(prefix=f"{JOBS_PREFIX}{os.getpid()}-")) if own_dir else Path(log_dir)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
     try:
         async with trio.open_nursery() as nursery:
             yield JobTable(nursery, notices, directory, scratch)

@@ -5,6 +5,11 @@ and again as an unprivileged user through test_as_another_user.py). See README.m
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from iota.config.limits import MIB, ShellLimits
@@ -137,3 +142,34 @@ def test_a_limit_outside_its_range_is_refused_at_its_key(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"agents\.ag\.tools\.shell\.limits\.memory: want a size from 64M to "
                                           r'1024T, got "1K"$'):
         load(tmp_path)
+
+
+# --- what an iota killed by kill -9 leaves behind ---------------------------------------------------
+
+
+async def test_a_killed_iotas_leftovers_are_removed_at_the_next_start(repo, home):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    alive = subprocess.Popen(["sleep", "60"])
+    temp = Path(tempfile.gettempdir())
+    leftovers = [temp / f"iota-tmp-{dead.pid}-x1", temp / f"iota-jobs-{dead.pid}-x1"]
+    kept = [temp / f"iota-tmp-{alive.pid}-x1", temp / f"iota-jobs-{alive.pid}-x1"]
+    for directory in leftovers + kept:
+        directory.mkdir()
+        (directory / "socket-or-log").write_text("x\n")
+    # The placeholders a command held when iota was killed: empty config directories, git's files.
+    placeholders = [repo / ".iota.yaml", home / ".iota.yml", repo / ".git" / "commondir"]
+    (repo / ".iota.yaml").mkdir()
+    (home / ".iota.yml").mkdir()
+    (repo / ".git" / "commondir").write_bytes(b".\n")
+    try:
+        async with real_shell(repo) as shell:  # a chat starts: its job table, then the probe
+            result = await shell.run({"command": "git status --porcelain"})
+        assert [path for path in leftovers + placeholders if path.exists()] == []
+        assert all(path.is_dir() for path in kept), "a live iota's directories stay"
+        assert result.content == "[command produced no output]"
+    finally:
+        alive.kill()
+        alive.wait()
+        for directory in leftovers + kept:
+            shutil.rmtree(directory, ignore_errors=True)

@@ -392,15 +392,16 @@ async def test_sandbox_off_runs_unconfined(root, outside_dir):
 async def test_the_description_ends_with_the_sandbox_sentence(root):
     async with open_shell(root) as (blocked, _):
         assert blocked.description.startswith("Run a bash command line")
-        assert blocked.description.endswith(
+        assert (
             "Commands run inside an OS sandbox: file writes are confined to the project root, /tmp (private "
             "to this session) and the cache directory (writes elsewhere fail with permission errors), git's "
-            "hooks and config are read-only, and network access is BLOCKED."
-        )
+            "hooks, config and info/ are read-only, and network access is BLOCKED. Each process may use up to "
+        ) in blocked.description
+        assert blocked.description.endswith('forks fail ("Resource temporarily unavailable").')
         assert "Nothing a command starts outlives it" in blocked.description and "setsid" in blocked.description
         allowed = ShellTool(root=root, jobs=blocked.jobs, sandbox=Sandbox(
             bwrap="bwrap", bash="bash", root=str(root), writable=(), network=True))
-        assert allowed.description.endswith("and network access is allowed.")
+        assert "and network access is allowed. " in allowed.description
         unsandboxed = ShellTool(root=root, jobs=blocked.jobs, sandbox=None)
         assert unsandboxed.description.endswith(
             "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative."
