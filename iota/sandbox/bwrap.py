@@ -1,41 +1,52 @@
 """The OS sandbox `shell` commands run in: bubblewrap on Linux, decided once at start-up.
 
-What a sandboxed command gets (each point is a test in tests/security/test_sandbox_escapes.py):
+What a sandboxed command gets (each point is a test in tests/security/test_sandbox_escapes.py or
+test_sandbox_root_and_limits.py, run as root and again as an unprivileged user):
 
+- No capability, whoever runs iota: a user namespace mapping the caller's uid to itself
+  (`--unshare-user`) and `--cap-drop ALL` (bwrap leaves root its capabilities otherwise, and
+  with CAP_SYS_ADMIN a command could `mount -o remount,rw /` and write anywhere). bwrap sets
+  no_new_privs, so no setuid program gives any back. The probe checks CapEff inside is zero and
+  refuses the sandbox in one line where it is not.
 - The whole filesystem read-only, except the project root and any `write:` paths the config
   adds. Reads are not restricted.
-- A cache directory of its own where the user's is (`~/.cache` or `$XDG_CACHE_HOME`): builds and
-  package managers keep working, but the person's real cache stays read-only and out of sight.
-  Programs outside the sandbox run code from their caches (pre-commit's hook environments, uv's
-  hard-linked virtualenvs, build caches), so a writable real cache would let a command plant code
-  that runs outside it later. The sandbox's cache lives in `~/.cache/iota-sandbox` on the host and
-  is shared by every sandboxed command, which are all confined alike.
+- A cache directory of its own where the user's is (`~/.cache` or `$XDG_CACHE_HOME`), one per
+  project: builds and package managers keep working, but the person's real cache stays read-only
+  and out of sight, and one project's cache is not another's. Programs run code from their caches
+  (pre-commit's hook environments, uv's hard-linked virtualenvs, build caches), so a shared cache
+  would let one project's command plant code that runs for another, and the real one code that
+  runs outside the sandbox. See `sandbox_cache`.
 - Its own `/tmp`: a directory private to this iota process (kept across its commands, removed
-  when iota exits), so the sockets and files other programs keep in /tmp (tmux, X11, ssh-agent)
-  are out of sight. `/run/user` and `$XDG_RUNTIME_DIR` (D-Bus, Wayland, gpg-agent, Podman) are
-  empty, and every other Unix socket of the machine has /dev/null bound over it (see
-  `sandbox_mounts.py`). A fresh /dev (no host terminals), its own IPC namespace (no other
-  program's shared memory) and, with `network` off, its own network namespace: only `lo`, and no
-  abstract Unix sockets. With `network: true` the network namespace is the host's, and with it
-  the abstract sockets other programs listen on (an X server's `@/tmp/.X11-unix/X0`, some
-  D-Bus setups): a networked sandbox can reach them.
-- Git's files that make git run code read-only, `.git` not renamable, `~/.iota` hidden, and
-  `.iota.yaml`/`.iota.yml` not writable (see `sandbox_mounts.py`).
+  when iota exits, or at the next start after a `kill -9`, see leftovers.py), so the sockets and
+  files other programs keep in /tmp (tmux, X11, ssh-agent) are out of sight. `/run/user` and
+  `$XDG_RUNTIME_DIR` (D-Bus, Wayland, gpg-agent, Podman) are empty, and every other Unix socket
+  of the machine has /dev/null bound over it (see `mounts.py`). A fresh /dev (no host
+  terminals), its own IPC namespace (no other program's shared memory) and, with `network` off,
+  its own network namespace: only `lo`, and no abstract Unix sockets. With `network: true` the
+  network namespace is the host's, and with it the abstract sockets other programs listen on (an
+  X server's `@/tmp/.X11-unix/X0`, some D-Bus setups): a networked sandbox can reach them.
+- Git's files that make git run code or change what the person sees (hooks, config, commondir,
+  info/) read-only, `.git` not renamable, `~/.iota` hidden, and `.iota.yaml`/`.iota.yml` not
+  writable (see `mounts.py`).
 - Its own PID namespace: it sees only its own processes (not iota's `/proc/<pid>/root`, which
   would lead back into the writable host), and when the command's shell exits, everything it
   left running is killed with it; `--die-with-parent` kills the lot if iota dies, even by
-  `kill -9`. At most `MAX_PROCESSES` processes (RLIMIT_NPROC, counted per sandbox where bwrap
-  runs in a user namespace, as it does for anyone but root; root is exempt from the limit).
+  `kill -9`.
+- Limits (`tools.shell.limits`, iota.config.limits): RLIMIT_AS, RLIMIT_FSIZE and RLIMIT_NPROC,
+  set by the shell bwrap starts before it becomes the command's. The kernel exempts root from
+  RLIMIT_NPROC even in a user namespace, so root's commands each run in a pids cgroup
+  (cgroups.py); where there is none to make, the start-up card says processes are not limited.
 
-Whether the sandbox works is not knowable from the binary's presence: containers without
-CAP_SYS_ADMIN refuse plain namespaces (`Creating new namespace failed: Operation not permitted`,
-fixed by `--unshare-user`), some kernels forbid user namespaces, Ubuntu's AppArmor refuses the
-uid map. So `probe_sandbox` runs bwrap once with the arguments every command gets (its mounts
-worked out the same way), retries once with `--unshare-user` when only plain namespaces were
-refused, and otherwise reports why it cannot sandbox, in one line the start-up card shows.
+Whether the sandbox works is not knowable from the binary's presence: some kernels forbid user
+namespaces, Ubuntu's AppArmor refuses the uid map, a setuid bwrap may refuse `--unshare-user`.
+So `probe_sandbox` runs bwrap once with the arguments every command gets (its mounts worked out
+the same way) and a command that fails unless it holds no capability. For a caller who is not
+root a refused user namespace is retried without one (bwrap gives such a caller no capability,
+and the probe checks it); for root there is no such retry. Otherwise it reports why it cannot
+sandbox, in one line the start-up card shows.
 
 The probe is async (trio.run_process) because iota starts inside `trio.run`; it costs one
-short-lived process, two on the `--unshare-user` path.
+short-lived process, two on the retry.
 """
 
 from __future__ import annotations

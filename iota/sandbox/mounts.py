@@ -8,8 +8,10 @@ Four kinds of thing:
   `.git/modules`, each linked worktree's under `.git/worktrees` — is bound onto itself, so it
   cannot be renamed away and replaced by a copy with a hook in it, and inside each the files git
   takes code from are bound read-only: `hooks/` and `config` (hooks, `core.hooksPath`,
-  `core.fsmonitor`, aliases, filters, `core.sshCommand`, …), `config.worktree`, and `commondir`
-  (which would point git at another directory's config and hooks). A `.git` that is a file
+  `core.fsmonitor`, aliases, filters, `core.sshCommand`, …), `config.worktree`, `commondir`
+  (which would point git at another directory's config and hooks), and `info/` (`exclude` would
+  hide a planted file from the person's `git status`, `attributes` name filters, `sparse-checkout`
+  takes files out of the checkout). A `.git` that is a file
   (`gitdir: …`, in a worktree or a submodule's checkout) is bound read-only as it is.
 - iota's own files: `.iota.yaml`/`.iota.yml` in the project root and in the directory iota was
   started in, and `~/.iota.yaml`/`~/.iota.yml` when the home directory is writable at all.

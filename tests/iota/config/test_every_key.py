@@ -106,7 +106,8 @@ async def shell_probe(loaded, cwd):
         shell = toolbox.get("shell")
         sandbox = shell.sandbox
         return (sandbox is not None, sandbox.network if sandbox else None, sandbox.writable if sandbox else None,
-                shell.environment.allowed("AWS_SECRET_ACCESS_KEY"), shell.approval_request({"command": "ls"}) is None,
+                sandbox.limits if sandbox else None, shell.environment.allowed("AWS_SECRET_ACCESS_KEY"),
+                shell.approval_request({"command": "ls"}) is None,
                 setup.warnings)
 
 
@@ -334,6 +335,8 @@ CASES = [
     Case("agents.tools.shell.write", tools(shell={"write": ["${cwd}/out"]}), shell_probe, base=tools(shell=None),
          needs_sandbox=True),
     Case("agents.tools.shell.env_keep", tools(shell={"env_keep": ["AWS_*"]}), shell_probe, base=tools(shell=None)),
+    Case("agents.tools.shell.limits", tools(shell={"limits": {"processes": 99}}), shell_probe, base=tools(shell=None),
+         needs_sandbox=True),
     Case("agents.tools.skills", tools(skills=False), toolbox_probe, base=skill),
     Case("agents.tools.ask", tools(ask=False), lambda loaded, cwd: toolbox_probe(loaded, cwd, interactive=True)),
     # MCP servers
