@@ -21,7 +21,8 @@ The orders, in words:
     read_only                         on is narrower
     sandbox, mode                     auto < off;  chat < agent < bot
     lists of what is reached          fewer is narrower: mcp_servers, write, env_keep, inherit
-    numbers                           auto_continue: fewer turns; upkeep_every: more turns apart
+    numbers                           auto_continue: fewer turns; upkeep_every: more turns apart;
+                                      shell limits: none higher (memory, file_size, processes)
     model, choices, title_model       any model that stays (not one left out, nor on a provider
                                       the file defines): they choose among the person's providers
     system_file                       the person's own, or a file inside the project
@@ -110,6 +111,13 @@ def at_most(reason: str) -> Judge:
 
 def at_least(reason: str) -> Judge:
     return lambda theirs, ours, context: reason.format(theirs=theirs, ours=ours) if theirs < ours else None
+
+
+def lower_limits(theirs: Any, ours: Any, context: Context) -> str | None:
+    """Shell limits (iota.config.limits.ShellLimits): narrower when none is higher than the person's."""
+    raised = [name for name, value in vars(theirs).items() if value > getattr(ours, name)]
+    return f"raises the commands' {' and '.join(name.replace('_', ' ') + ' limit' for name in raised)}" \
+        if raised else None
 
 
 def models_stay(theirs: Any, ours: Any, context: Context) -> str | None:
@@ -212,6 +220,7 @@ def _orders() -> dict[str, Order | None]:
             lambda added: f"lets commands write {', '.join(added)}"), "shell"),
         "tools.shell.env_keep": Order(_shell("env_keep"), fewer(
             lambda added: f"passes {', '.join(added)} to commands"), "shell"),
+        "tools.shell.limits": Order(_shell("limits"), lower_limits, "shell"),
         "tools.skills": Order(lambda agent, context: agent.tools.skills, on_is_wider("turns on skills")),
         "tools.ask": Order(lambda agent, context: agent.tools.ask, on_is_wider("turns on the ask tools")),
     }
@@ -249,7 +258,7 @@ def _written(entry: Any, prefix: str = "") -> set[str]:
     for key, value in entry.items():
         path = f"{prefix}{key}"
         keys.add(path)
-        if path == "tools" or path.startswith("tools."):
+        if path == "tools" or (path.startswith("tools.") and path.count(".") == 1):  # tools.<set>.<option>
             keys |= _written(value, f"{path}.")
     return keys
 

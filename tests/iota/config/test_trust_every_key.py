@@ -97,6 +97,8 @@ AGENT_CASES = [
           path="tools.shell.write"),
     agent(tools(shell={"env_keep": ["A_*"]}), tools(shell={"env_keep": ["A_*", "AWS_*"]}), tools(shell={}),
           path="tools.shell.env_keep"),
+    agent(tools(shell={"limits": {"processes": 100}}), tools(shell={"limits": {"processes": 5000}}),
+          tools(shell={"limits": {"processes": 50, "file_size": "1M"}}), path="tools.shell.limits"),
     agent(tools(skills=False), {}, tools(skills=False), path="tools.skills", narrowed={}),   # unwritten: on
     agent(tools(ask=False), {}, tools(ask=False), path="tools.ask", narrowed={}),
 ]
