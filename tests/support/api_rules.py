@@ -33,7 +33,11 @@ _IMAGE_SIGNATURES = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff
 def conversation_error(dialect: str | None, body: Any) -> str | None:
     """The message the real API answers a request with when its conversation is malformed (None
     when it is fine): the checks both APIs make on tool calls and their results, and on content."""
-    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(body, dict):
+        # Not a JSON object: a request cut short (the client killed mid-send) or not JSON at all;
+        # both APIs answer 400 `invalid_request_error` without reading further.
+        return "the request body is not a JSON object"
+    messages = body.get("messages")
     if not isinstance(messages, list):
         return None
     # Bedrock and Vertex carry Anthropic's Messages body, and check it the same way.

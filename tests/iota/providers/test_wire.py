@@ -133,3 +133,13 @@ def test_any_conversation_is_one_the_api_accepts(dialect, key):
         messages = [Message("user", "start"), *random_turns(rng, rng.randint(1, 12))]
         body = {key: fresh(DIALECTS[dialect], messages)}
         assert fake_dialects.conversation_error(dialect, body) is None, (messages, body)
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "openai"])
+def test_the_fake_rejects_a_body_cut_short_as_the_real_apis_do(dialect):
+    # A client killed while it sends leaves the server half a body: not JSON, answered with a 400.
+    from tests.support.api_rules import conversation_error
+
+    whole = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    assert conversation_error(dialect, json.loads(whole)) is None
+    assert conversation_error(dialect, whole[: len(whole) // 2]) == "the request body is not a JSON object"
