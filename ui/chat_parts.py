@@ -173,7 +173,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     cleanup.callback(start.close)
     memory = bots.bot_memory(start.name, loaded, setup.project_root)
     watcher = MemoryWatcher(setup, memory)
-    warnings = watcher.refresh_memory()
+    warnings = [*start.warnings, *watcher.refresh_memory()]
     session = start.session
     conversation = Conversation.from_session(session)
     typed = _TypedByPerson(conversation)

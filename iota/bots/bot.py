@@ -19,12 +19,16 @@ The start sequence is ordered so that every failure leaves something a person ca
    The lock, not the pointer, is what keeps two processes from writing one conversation, and it
    is held for the whole process. A killed holder never blocks the next start (the kernel drops
    its flock; see iota.sessions.locking).
-3. With no pointer, the bundle is written first and the pointer published after it. A crash in
-   between leaves an orphan empty bundle, which is harmless; the other order could leave a
-   pointer to nothing. With a pointer, that bundle is opened — and a pointer that is missing its
-   bundle, or cannot be read, is an error that says how to recover. Starting a fresh
-   conversation instead would quietly abandon the old one, which is the one thing a bot must
-   never do.
+3. The pointer is a cache, not the truth: every bot session's meta.json names its bot
+   (`agent`), so the pointer can always be had again. A pointer that is missing, damaged, or
+   names a bundle that is gone is rebuilt from the bot's newest session, with a one-line
+   notice on the card; only when the bot has no session at all does a new one start, and the
+   card says that too. Starting a fresh conversation silently would abandon the old one, which
+   is the one thing a bot must never do. A pointer that exists but cannot be read (permissions)
+   is still an error: writing over it would hide why.
+4. With no session, the bundle is written first and the pointer published after it. A crash in
+   between leaves an orphan empty bundle, which the next start finds and resumes; the other
+   order could leave a pointer to nothing.
 
 Other modes must not write a bot's session (its pointer would then name a conversation someone
 else changed under it), so `iota resume` and the `/session` picker ask `owning_bot` and
@@ -46,13 +50,13 @@ from iota.sessions import locking
 from iota.config import inheritance
 from iota.config.settings import AgentConfig, Config, ResolvedModel
 from iota.text import format_size
-from iota.errors import BotError
+from iota.errors import BotError, SessionError
 from iota.memory.document import go_quote
 from iota.memory.file import ensure_memory
 from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
-from iota.sessions.bundle import Session, is_bundle, parse_stamp, write_atomically
+from iota.sessions.bundle import Session, is_bundle, list_sessions, parse_stamp, write_atomically
 from iota.sessions.log import json_bytes
 
 POINTER_NAME = "bot.json"
@@ -74,7 +78,7 @@ _WINDOW_SOURCES = {"agent": "context_window: in its config", "model": "context_w
                    "default": "the default"}
 
 # How a broken pointer is fixed, whichever check found it.
-_STARTS_OVER = " (without it the bot starts a new session; memory is kept)"
+_STARTS_OVER = " (without it the bot resumes its newest session; memory is kept)"
 
 NO_SAVE_FLAG_REFUSAL = "--no-save contradicts mode: bot"
 SYSTEM_PROMPT_UPDATED = "system prompt updated from config"
@@ -136,6 +140,7 @@ class BotStart:
     session: Session
     created: bool
     notices: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # for the card only: how the pointer was rebuilt
 
     def close(self) -> None:
         """Close the session, then let the next process have the bot. Safe to call twice."""
@@ -168,31 +173,34 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         raise BotError(f"cannot create {directory}: {exc.strerror}") from exc
     lock = lock_bot(name, directory)
     try:
+        # A bot that has run before has its memory; only then is a start without a pointer news.
+        ran_before = (directory / "MEMORY.md").exists()
         try:
             ensure_memory(directory, name)
         except OSError as exc:
             raise BotError(f"cannot create the memory in {directory}: {exc.strerror}") from exc
         pointer = directory / POINTER_NAME
-        session_id = session_of(name)
+        found = find_session(name)
         run = _run_fields(model, project_root)
-        if session_id is None:
+        warnings = [found.notice] if found.notice and (ran_before or found.broken) else []
+        if found.session_id is None:
             session = _create_session(name, pointer, run)
-            return BotStart(name, directory, lock, session, created=True)
-        bundle = sessions_dir() / session_id
+            return BotStart(name, directory, lock, session, created=True, warnings=warnings)
         # A bundle whose meta.json was lost still has its log, and opening it rebuilds the meta.
-        if not is_bundle(bundle):
-            raise BotError(f"bot {name}'s session {session_id} is missing: restore {bundle}, "
-                           f"or delete {pointer} to start over (memory is kept)")
-        session = Session.open(bundle)
+        session = Session.open(sessions_dir() / found.session_id)
+        if found.notice:
+            _rewrite_pointer(pointer, session.id, warnings)
         # The away notice measures from the last real write, so it is read before this start
         # stamps anything.
         notices = resume_notices(session.meta, project_root, now or datetime.now().astimezone())
         try:
-            session.update_meta(**run)
+            # `agent` too: a meta.json rebuilt from the log lost it, and it is how the bot finds
+            # this session again should its pointer be lost.
+            session.update_meta(**run, agent=name)
         except BaseException:
             session.close()
             raise
-        return BotStart(name, directory, lock, session, created=False, notices=notices)
+        return BotStart(name, directory, lock, session, created=False, notices=notices, warnings=warnings)
     except BaseException:
         lock.release()
         raise
@@ -224,11 +232,24 @@ def _run_fields(model: ResolvedModel, project_root: Path) -> dict[str, Any]:
     return {**model.meta_fields(), "cwd": str(project_root)}
 
 
+def _write_pointer(pointer: Path, session_id: str) -> None:
+    write_atomically(pointer, json_bytes({"session": session_id}, separators=(",", ":")) + b"\n")
+
+
+def _rewrite_pointer(pointer: Path, session_id: str, warnings: list[str]) -> None:
+    # The session found is used whether or not the pointer can be written now: every start finds
+    # it again the same way, so a failed write costs only a notice.
+    try:
+        _write_pointer(pointer, session_id)
+    except OSError as exc:
+        warnings.append(f"cannot write {pointer}: {exc.strerror}; the next start looks for the session again")
+
+
 def _create_session(name: str, pointer: Path, run: dict[str, Any]) -> Session:
     # Created eagerly, so the bot's conversation is in `iota list sessions` from its first start.
     session = Session.create(sessions_dir(), title=name, agent=name, **run)
     try:
-        write_atomically(pointer, json_bytes({"session": session.id}, separators=(",", ":")) + b"\n")
+        _write_pointer(pointer, session.id)
     except BaseException as exc:
         session.close()
         if isinstance(exc, OSError):
@@ -276,22 +297,19 @@ def system_record_change(view_messages: list[Message], instructions: str) -> Mes
 
 
 def owning_bot(session_id: str) -> str | None:
-    """The bot whose pointer names `session_id`, if any. A pointer that cannot be read raises
-    BotError: without it nobody can tell, and writing a bot's session from elsewhere is worse
-    than refusing."""
-    for pointer, pointed in _pointers(lambda why: f"cannot tell whether session {session_id} belongs to a bot: {why}"):
-        if pointed == session_id:
-            return pointer.parent.name
+    """The bot whose session `session_id` is (the one its pointer names, or would name once
+    rebuilt), if any. A pointer that cannot be read raises BotError: without it nobody can tell,
+    and writing a bot's session from elsewhere is worse than refusing."""
+    for name, owned in _owned_sessions(lambda why: f"cannot tell whether session {session_id} belongs to a bot: {why}"):
+        if owned == session_id:
+            return name
     return None
 
 
 def session_of(name: str) -> str | None:
-    """The id of the session bot `name`'s pointer names; None when it has none yet. A pointer that
-    cannot be read is a BotError that says how to recover."""
-    try:
-        return _read_pointer(bot_dir(name) / POINTER_NAME)
-    except _BadPointer as bad:
-        raise BotError(f"cannot tell which session bot {name} has: {bad.reason}; {bad.fix}") from None
+    """The id of bot `name`'s session, as its next start will take it (see `find_session`); None
+    when it has none. A pointer that cannot be read is a BotError that says how to recover."""
+    return find_session(name).session_id
 
 
 def check_not_bot_session(session_id: str) -> None:
@@ -302,39 +320,88 @@ def check_not_bot_session(session_id: str) -> None:
 
 
 def bot_session_ids() -> set[str]:
-    """The ids every bot's pointer names, for pickers that leave bots' sessions out."""
-    return {pointed for _, pointed in _pointers(lambda why: f"cannot tell which sessions belong to bots: {why}")}
+    """The ids of every bot's session, for pickers that leave bots' sessions out."""
+    return {owned for _, owned in _owned_sessions(lambda why: f"cannot tell which sessions belong to bots: {why}")}
 
 
 def pointed_session(directory: Path) -> str | None:
     """The id of the session the bot in `directory` has (None: none yet); BotError if its
     pointer cannot be read."""
-    pointer = directory / POINTER_NAME
+    return session_of(directory.name)
+
+
+@dataclass(frozen=True)
+class FoundSession:
+    """Which session a bot has: `session_id` (None: it has none), and `notice`, the one line that
+    says the pointer was not followed as it stood (None when it was). `broken`: a pointer was
+    there and could not be used, as opposed to no pointer at all."""
+
+    session_id: str | None
+    notice: str | None = None
+    broken: bool = False
+
+
+def find_session(name: str, context: Callable[[str], str] | None = None) -> FoundSession:
+    """Bot `name`'s session: the one its pointer names when that bundle is on disk; otherwise the
+    newest session whose meta.json names the bot. Reads only; `open_bot` writes the pointer back.
+    A pointer that cannot be read at all is a BotError; `context(reason)` starts its text."""
+    pointer = bot_dir(name) / POINTER_NAME
     try:
-        return _read_pointer(pointer)
+        pointed = _read_pointer(pointer)
     except _BadPointer as bad:
-        raise BotError(f"cannot tell which session bot {directory.name} has: {bad.reason}; {bad.fix}") from None
+        if bad.unreadable:
+            start = context(bad.reason) if context else f"cannot tell which session bot {name} has: {bad.reason}"
+            raise BotError(f"{start}; {bad.fix}") from None
+        return _newest_instead(name, f"{POINTER_NAME} {bad.short}", broken=True)
+    if pointed is None:
+        return _newest_instead(name, f"{POINTER_NAME} was missing", broken=False)
+    if is_bundle(sessions_dir() / pointed):
+        return FoundSession(pointed)
+    return _newest_instead(name, f"its session {pointed} is gone", broken=True)
 
 
-def _pointers(context: Callable[[str], str]) -> Iterator[tuple[Path, str]]:
-    """(pointer, session id) of every bot that has one; `context(reason)` starts the error for a
-    pointer that cannot be read."""
-    for pointer in sorted(bots_dir().glob(f"*/{POINTER_NAME}")):
-        try:
-            session_id = _read_pointer(pointer)
-        except _BadPointer as bad:
-            raise BotError(f"{context(bad.reason)}; {bad.fix}") from None
-        if session_id is not None:
-            yield pointer, session_id
+def _newest_instead(name: str, why: str, *, broken: bool) -> FoundSession:
+    newest = next(iter(sessions_of_bot(name)), None)
+    if newest is None:
+        return FoundSession(None, f"bot {name}: {why} and no session of the bot was found; "
+                                  "a new session starts (memory is kept)", broken)
+    return FoundSession(newest, f"bot {name}: {why}; resumed its newest session {newest}", broken)
+
+
+def sessions_of_bot(name: str) -> list[str]:
+    """The ids of the sessions whose meta.json says they are bot `name`'s, newest first: top-level
+    bundles in the flat sessions dir (bots keep theirs there; a delegated helper's child session
+    has a parent) with `agent` naming the bot."""
+    try:
+        infos = list_sessions(sessions_dir(), include_archived=True)
+    except SessionError:
+        return []
+    return [info.id for info in infos if info.agent == name and not info.parent and _SESSION_ID.fullmatch(info.id)]
+
+
+def _owned_sessions(context: Callable[[str], str]) -> Iterator[tuple[str, str]]:
+    """(bot name, session id) of every bot that has a session; `context(reason)` starts the error
+    for a pointer that cannot be read."""
+    try:
+        directories = sorted(entry for entry in bots_dir().iterdir() if entry.is_dir() and _NAME.fullmatch(entry.name))
+    except OSError:
+        return
+    for directory in directories:
+        found = find_session(directory.name, context)
+        if found.session_id is not None:
+            yield directory.name, found.session_id
 
 
 class _BadPointer(Exception):
-    """A pointer that exists but cannot be used: `reason` says why, `fix` how to recover."""
+    """A pointer that exists but cannot be used: `reason` says why, `fix` how to recover, `short`
+    what the card says of it; `unreadable` when the file could not be read at all."""
 
-    def __init__(self, reason: str, fix: str):
+    def __init__(self, reason: str, fix: str, short: str, *, unreadable: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.fix = fix
+        self.short = short
+        self.unreadable = unreadable
 
 
 def _read_pointer(pointer: Path) -> str | None:
@@ -345,13 +412,14 @@ def _read_pointer(pointer: Path) -> str | None:
         return None
     except OSError as exc:
         raise _BadPointer(f"cannot read {pointer}: {exc.strerror}",
-                          f"make {pointer} readable, or delete it{_STARTS_OVER}") from exc
+                          f"make {pointer} readable, or delete it{_STARTS_OVER}", "", unreadable=True) from exc
     repair = f"repair or delete {pointer}{_STARTS_OVER}"
     try:
         record = json.loads(data)
     except ValueError as exc:
-        raise _BadPointer(f"{pointer} is not valid JSON ({exc})", repair) from None
+        raise _BadPointer(f"{pointer} is not valid JSON ({exc})", repair, "was not valid JSON") from None
     session_id = record.get("session") if isinstance(record, dict) else None
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        raise _BadPointer(f'{pointer} does not hold a session id (want {{"session":"<id>"}})', repair)
+        raise _BadPointer(f'{pointer} does not hold a session id (want {{"session":"<id>"}})', repair,
+                          "held no session id")
     return session_id

@@ -191,3 +191,28 @@ def test_pickers_hide_the_bots_session(iota, bot):
     picker = bot.terminals.start([IOTA, "resume"], cols=100, rows=10, env=iota.env(), cwd=iota.cwd)
     picker.wait_for("Error: no session to resume")
     assert picker.wait_for_exit() == 1
+
+
+@pytest.mark.parametrize("damage", ["rm", "garbage", '{"session": 42}'])
+def test_a_lost_or_damaged_bot_json_resumes_the_newest_session_with_a_notice(iota, bot, damage):
+    iota.model.reply("Noted.")
+    screen = bot()
+    screen.type("the seed is 17")
+    screen.send_keys("Enter")
+    screen.wait_for("Noted.")
+    session_dir = bot_session_dir()
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    pointer = paths.bots_dir() / "coder" / "bot.json"
+    if damage == "rm":
+        pointer.unlink()
+    else:
+        pointer.write_text(damage)
+    screen = bot()
+    screen.wait_for(f"bot · resumed {session_dir.name}")
+    why = "was missing" if damage == "rm" else "was not valid JSON" if damage == "garbage" else "held no session id"
+    screen.wait_for(f"bot coder: bot.json {why}; resumed its newest session {session_dir.name}")
+    screen.wait_for("the seed is 17")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    assert bot_session_dir() == session_dir

@@ -23,6 +23,7 @@ from iota.bots.bot import (
     check_not_bot_session,
     open_bot,
     owning_bot,
+    session_of,
     system_record_change,
 )
 from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, ResolvedModel, resolve_model
@@ -253,41 +254,93 @@ def test_a_new_name_is_a_new_bot_and_the_old_one_stays():
 # -- a pointer that cannot be followed -------------------------------------------------------------
 
 
-def test_a_missing_bundle_says_how_to_recover_and_starts_nothing_new():
-    with start() as first:
-        bundle = first.session.dir
+def remove_bundle(bundle: Path) -> None:
     for path in sorted(bundle.rglob("*"), reverse=True):
         path.rmdir() if path.is_dir() else path.unlink()
     bundle.rmdir()
-    pointer = bots_dir() / "coder" / "bot.json"
-    with pytest.raises(BotError) as refused:
-        start()
-    assert str(refused.value) == (f"bot coder's session {first.session.id} is missing: restore {bundle}, "
-                                  f"or delete {pointer} to start over (memory is kept)")
-    assert list_sessions() == [] and pointer.exists()
-    assert (bots_dir() / "coder" / "MEMORY.md").exists()
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (b"{not json", "is not valid JSON"),
-    (b"[]", 'does not hold a session id (want {"session":"<id>"})'),
-    (b'{"other": "abc"}', 'does not hold a session id (want {"session":"<id>"})'),
-    (b'{"session": 5}', 'does not hold a session id (want {"session":"<id>"})'),
-    (b'{"session": "../../elsewhere"}', 'does not hold a session id (want {"session":"<id>"})'),
+def pointer_of(name: str = "coder") -> Path:
+    return bots_dir() / name / "bot.json"
+
+
+def test_a_lost_pointer_is_rebuilt_from_the_bots_newest_session_with_a_notice():
+    with start() as first:
+        first.session.append([Message("user", "remember the seed 17")])
+    older = Session.create(sessions_dir(), provider="p", model="m", agent="coder", title="coder")
+    older.close()
+    set_updated_at(older.dir, "2020-01-01T00:00:00+00:00")
+    # Sessions that are not the bot's: another agent's, and a helper's child session.
+    Session.create(sessions_dir(), provider="p", model="m", agent="other").close()
+    Session.create(sessions_dir(), provider="p", model="m", agent="coder", parent=first.session.id).close()
+    set_updated_at(first.session.dir, "2026-10-01T09:00:00+00:00")
+    pointer_of().unlink()
+    assert session_of("coder") == first.session.id and owning_bot(first.session.id) == "coder"
+    with start() as again:
+        assert again.session.id == first.session.id and not again.created
+        assert again.warnings == [f"bot coder: bot.json was missing; resumed its newest session {first.session.id}"]
+        assert [m.content for m in again.session.view.messages] == ["remember the seed 17"]
+    assert pointer_of().read_bytes() == b'{"session":"%s"}\n' % first.session.id.encode()
+    with start() as third:
+        assert third.warnings == []
+
+
+@pytest.mark.parametrize(("data", "why"), [
+    (b"{not json", "bot.json was not valid JSON"),
+    (b"garbage", "bot.json was not valid JSON"),
+    (b"[]", "bot.json held no session id"),
+    (b'{"other": "abc"}', "bot.json held no session id"),
+    (b'{"session": 42}', "bot.json held no session id"),
+    (b'{"session": "../../elsewhere"}', "bot.json held no session id"),
 ])
-def test_a_corrupt_pointer_names_the_file_and_never_starts_a_new_conversation(data, reason):
-    pointer = bots_dir() / "coder" / "bot.json"
-    pointer.parent.mkdir(parents=True)
-    pointer.write_bytes(data)
-    with pytest.raises(BotError) as refused:
-        start()
-    message = str(refused.value)
-    assert message.startswith(f"cannot tell which session bot coder has: {pointer} {reason}")
-    assert message.endswith(f"; repair or delete {pointer} (without it the bot starts a new session; "
-                            "memory is kept)")
-    assert not sessions_dir().exists() and pointer.read_bytes() == data
-    pointer.unlink()  # the recovery the message offers
-    start().close()
+def test_a_damaged_pointer_is_rebuilt_from_the_newest_session(data, why):
+    with start() as first:
+        pass
+    pointer_of().write_bytes(data)
+    assert bot_session_ids() == {first.session.id}
+    with start() as again:
+        assert again.session.id == first.session.id
+        assert again.warnings == [f"bot coder: {why}; resumed its newest session {first.session.id}"]
+    assert pointer_of().read_bytes() == b'{"session":"%s"}\n' % first.session.id.encode()
+
+
+def test_a_damaged_pointer_with_no_session_left_starts_a_new_one_and_says_so():
+    pointer_of().parent.mkdir(parents=True)
+    pointer_of().write_bytes(b'{"session": 42}')
+    with start() as fresh:
+        assert fresh.created
+        assert fresh.warnings == ["bot coder: bot.json held no session id and no session of the bot was found; "
+                                  "a new session starts (memory is kept)"]
+    assert pointer_of().read_bytes() == b'{"session":"%s"}\n' % fresh.session.id.encode()
+
+
+def test_a_first_start_says_nothing_but_a_lost_pointer_with_memory_does():
+    with start() as first:
+        assert first.warnings == []
+    remove_bundle(first.session.dir)
+    pointer_of().unlink()
+    with start() as fresh:
+        assert fresh.created and fresh.warnings == [
+            "bot coder: bot.json was missing and no session of the bot was found; a new session starts (memory is kept)"]
+
+
+def test_a_pointer_to_a_gone_session_takes_the_newest_other_one():
+    with start() as first:
+        pass
+    other = Session.create(sessions_dir(), provider="p", model="m", agent="coder", title="coder")
+    other.close()
+    pointer_of().write_bytes(b'{"session":"%s"}\n' % first.session.id.encode())
+    remove_bundle(first.session.dir)
+    with start() as again:
+        assert again.session.id == other.id
+        assert again.warnings == [f"bot coder: its session {first.session.id} is gone; "
+                                  f"resumed its newest session {other.id}"]
+    remove_bundle(other.dir)
+    with start() as fresh:
+        assert fresh.created and fresh.warnings == [
+            f"bot coder: its session {other.id} is gone and no session of the bot was found; "
+            "a new session starts (memory is kept)"]
+    assert (bots_dir() / "coder" / "MEMORY.md").exists()
 
 
 def test_an_unreadable_pointer_says_to_make_it_readable():
@@ -296,8 +349,8 @@ def test_an_unreadable_pointer_says_to_make_it_readable():
     with pytest.raises(BotError) as refused:
         start()
     assert str(refused.value) == (f"cannot tell which session bot coder has: cannot read {pointer}: Is a directory; "
-                                  f"make {pointer} readable, or delete it (without it the bot starts a new session; "
-                                  "memory is kept)")
+                                  f"make {pointer} readable, or delete it (without it the bot resumes its newest "
+                                  "session; memory is kept)")
     assert not sessions_dir().exists()
 
 
@@ -404,19 +457,24 @@ def test_owning_bot_and_the_resume_refusal():
     check_not_bot_session("0000000000000")
 
 
-def test_an_unreadable_pointer_blocks_the_ownership_checks():
+def test_a_damaged_pointer_still_guards_its_session_and_an_unreadable_one_blocks_the_checks():
     with start("coder"):
         pass
-    pointer = bots_dir() / "broken" / "bot.json"
-    pointer.parent.mkdir()
-    pointer.write_text("{")
+    with start("broken") as broken:
+        pass
+    pointer = pointer_of("broken")
+    pointer.write_text("{")  # damaged: the bot's newest session is still its own
+    assert owning_bot(broken.session.id) == "broken"
+    with pytest.raises(BotError, match="belongs to bot broken"):
+        check_not_bot_session(broken.session.id)
+    pointer.unlink()
+    pointer.mkdir()  # unreadable: nobody can tell
     with pytest.raises(BotError) as refused:
         owning_bot("k7")
     assert str(refused.value) == (
-        f"cannot tell whether session k7 belongs to a bot: {pointer} is not valid JSON "
-        "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1)); "
-        f"repair or delete {pointer} (without it the bot starts a new session; memory is kept)")
+        f"cannot tell whether session k7 belongs to a bot: cannot read {pointer}: Is a directory; "
+        f"make {pointer} readable, or delete it (without it the bot resumes its newest session; memory is kept)")
     with pytest.raises(BotError, match="^cannot tell whether session k7 belongs to a bot"):
         check_not_bot_session("k7")
-    with pytest.raises(BotError, match=f"^cannot tell which sessions belong to bots: {pointer} is not valid JSON"):
+    with pytest.raises(BotError, match="^cannot tell which sessions belong to bots: cannot read"):
         bot_session_ids()

@@ -18,7 +18,7 @@ import trio
 
 from iota.agent import Approvals, Turn, run_turn
 from iota.messages import ASSISTANT, PARTIAL, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER, Message
-from iota.paths import sessions_dir
+from iota.paths import bots_dir, sessions_dir
 from iota.providers import anthropic, make_provider, openai
 from iota.providers.base import Request
 from iota.sessions.bundle import Session, new_turn_id
@@ -290,8 +290,8 @@ async def test_a_lost_or_truncated_meta_json_is_rebuilt_from_the_log(real_log, d
     assert [m.content for m in session.view.messages][-1] == "Both noted."
 
 
-def test_a_bots_session_whose_meta_json_was_lost_still_opens_and_a_missing_bundle_still_says_how_to_recover():
-    from iota.bots.bot import BotError
+def test_a_bots_session_whose_meta_json_was_lost_still_opens_and_a_missing_bundle_is_said():
+    from iota.sessions.meta import read_meta
     from tests.iota.bots.test_bot import start
 
     with start() as first:
@@ -302,11 +302,17 @@ def test_a_bots_session_whose_meta_json_was_lost_still_opens_and_a_missing_bundl
         assert again.session.id == first.session.id
         assert [m.content for m in again.session.view.messages] == ["remember me"]
         assert again.session.view.warnings[0].startswith("meta.json was missing; it was rebuilt")
+    assert read_meta(bundle)["agent"] == "coder"  # so a lost pointer still finds it
+    (bots_dir() / "coder" / "bot.json").unlink()
+    with start() as third:
+        assert third.session.id == first.session.id
     for path in sorted(bundle.iterdir()):
         path.unlink()
     bundle.rmdir()
-    with pytest.raises(BotError, match=f"^bot coder's session {first.session.id} is missing: restore"):
-        start()
+    with start() as fresh:
+        assert fresh.created and fresh.warnings == [
+            f"bot coder: its session {first.session.id} is gone and no session of the bot was found; "
+            "a new session starts (memory is kept)"]
 
 
 async def test_a_turn_killed_just_before_its_end_mark_is_closed_with_nothing_to_add(real_log):
