@@ -11,6 +11,13 @@ It never holds up the lane: the turn is on disk before it starts, and the next j
 wait for it. The work runs in a worker thread; when the chat ends mid-rebuild, it stops at the
 next commit and the next start goes on from there.
 
+The journal is derived data, so nothing that goes wrong with it ends the chat or holds up a
+start: the file is opened by the first catch-up, in the worker thread; a failure (another
+process holding the file's lock, a full disk, a damaged file) is one dim warning, said once
+until the journal works again, and the catch-up is tried again after the next turn or
+`RETRY_SECONDS` later, whichever comes first. A message sent meanwhile goes without its journal
+block.
+
 Before each message is sent, the block of journal entries the model should see (see
 iota.bots.journal: after a compaction, the condensed turns; else the latest few; then related
 ones) is recorded as a notice ahead of it, so it rides on the message, in the log and in every
@@ -20,6 +27,7 @@ journal to drop the undone turns before the next message can be sent.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -31,6 +39,10 @@ from iota.agent import Turn
 from iota.bots.journal import Journal, journal_block
 from iota.errors import SearchError
 from iota.messages import Message
+
+
+# How long after a failed catch-up it is tried again when no turn asks sooner.
+RETRY_SECONDS = 30.0
 
 
 class JournalKeeper:
@@ -50,21 +62,26 @@ class JournalKeeper:
         self._seen = _turns(lane.conversation.messages)
         task_status.started()
         while True:
-            await self.catch_up(lane)
-            await self._wanted.wait()
+            caught_up = await self.catch_up(lane)
+            with trio.move_on_after(math.inf if caught_up else RETRY_SECONDS):
+                await self._wanted.wait()
 
     def turn_saved(self, turn: Turn, outcome: str) -> None:
         self._seen.add(turn.id)
         self._wanted.set()
 
-    async def catch_up(self, lane: Lane) -> None:
-        """Bring the journal up to the logs (one writer at a time), in a worker thread."""
+    async def catch_up(self, lane: Lane) -> bool:
+        """Bring the journal up to the logs (one writer at a time), in a worker thread; False
+        (and the warning, once) when it failed."""
         async with self._writing:
             self._wanted = trio.Event()  # a turn saved from now on asks for another round
             try:
                 await run_stoppable(self.journal.catch_up)
             except SearchError as error:
                 self._warn(lane, error)
+                return False
+            self._warned = ""  # working again: a later failure is worth saying
+            return True
 
     async def before_send(self, lane: Lane, user: Message) -> None:
         view = lane.conversation.messages
@@ -83,9 +100,10 @@ class JournalKeeper:
         self._seen = _turns(lane.conversation.messages)
 
     def _warn(self, lane: Lane, error: SearchError) -> None:
-        if str(error) != self._warned:  # once, not after every turn
+        # Once until the journal works again, not after every turn nor for each way it fails.
+        if not self._warned:
             self._warned = str(error)
-            lane.notice(f"Journal: {error}", warning=True)
+            lane.notice(f"Journal: {error}; it is tried again later, the chat goes on", warning=True)
 
 
 def _turns(messages: list[Message]) -> set[str]:
@@ -103,9 +121,18 @@ async def run_stoppable(work: Callable[[Callable[[], bool]], object]) -> object:
         finally:
             stop.set()
 
+    # The work's own failure is raised as itself, not inside the nursery's ExceptionGroup, so
+    # that callers can catch it by its type.
+    failure: Exception | None = None
+    result: object = None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stop_when_cancelled)
         try:
-            return await trio.to_thread.run_sync(partial(work, stop.is_set))
+            result = await trio.to_thread.run_sync(partial(work, stop.is_set))
+        except Exception as error:
+            failure = error
         finally:
             nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result

@@ -208,12 +208,13 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
 
 def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
                   warnings: list[str]) -> JournalKeeper | None:
-    """The bot's journal and its `recall` tool, unless `journal: false`. A journal that cannot be
-    opened is a warning: the bot runs without it."""
+    """The bot's journal and its `recall` tool, unless `journal: false`. The file is opened by
+    the keeper's first catch-up, in its worker thread: a journal that is locked or cannot be
+    written never holds up the start (see actors.journal)."""
     if not setup.agent.journal:
         return None
     try:
-        journal = Journal.open(start.dir, bot_sources(start.dir))
+        journal = Journal.open(start.dir, bot_sources(start.dir), lazy=True)
     except IotaError as error:
         warnings.append(f"journal: {error}; this run keeps none")
         return None

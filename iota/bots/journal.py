@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ from iota.sessions.search import CANDIDATES, format_time, match_expression
 
 JOURNAL_NAME = "journal.sqlite"
 KEEP_ENTRIES = 5000
+# How long a statement waits for another process's lock on the file before it fails (and the
+# work is tried again later): short, because nothing the person waits for should wait on it.
+BUSY_SECONDS = 0.5
 ENTRY_SCHEMA_VERSION = 1
 # The attached journal: its budget in bytes (after a compaction, for the part just condensed),
 # and how many of the latest entries it starts from.
@@ -126,27 +130,52 @@ class StoredEntry:
 
 
 class Journal:
-    """A bot's journal file: one connection that writes (`catch_up`), one that reads."""
+    """A bot's journal file: one connection that writes (`catch_up`), one that reads.
 
-    def __init__(self, path: Path, sources: Sequence[LogSource]):
+    The connections are opened at first use, not when the object is made: the file is derived
+    data, and a file that another process holds locked, or a full disk, must not hold up or stop
+    a bot's start. Each use that cannot open them raises SearchError, and the next use tries
+    again. SQLite waits at most `BUSY_SECONDS` for another process's lock before it gives up.
+    """
+
+    def __init__(self, path: Path, sources: Sequence[LogSource], *, lazy: bool = False):
         self.path = path
         self.sources = list(sources)
         self.current = self.sources[-1].session if self.sources else ""
-        self.writer = SearchIndex(path, extra_schema=ENTRY_SCHEMA, version=ENTRY_SCHEMA_VERSION)
-        try:
-            self.reader = open_reader(path)
-        except BaseException:
-            self.writer.close()
-            raise
         self._entries = EntryWriter()
+        self._opening = threading.Lock()
+        self._writer: SearchIndex | None = None
+        self._reader: SearchIndex | None = None
+        if not lazy:
+            self.reader  # noqa: B018  (opens both, or raises SearchError now)
 
     @classmethod
-    def open(cls, bot_dir: Path, sources: Sequence[LogSource]) -> Journal:
-        return cls(bot_dir / JOURNAL_NAME, sources)
+    def open(cls, bot_dir: Path, sources: Sequence[LogSource], *, lazy: bool = False) -> Journal:
+        """The journal in `bot_dir`; `lazy` defers opening the file to its first use."""
+        return cls(bot_dir / JOURNAL_NAME, sources, lazy=lazy)
+
+    @property
+    def writer(self) -> SearchIndex:
+        with self._opening:
+            if self._writer is None:
+                self._writer = SearchIndex(self.path, extra_schema=ENTRY_SCHEMA, version=ENTRY_SCHEMA_VERSION,
+                                           busy_seconds=BUSY_SECONDS)
+            return self._writer
+
+    @property
+    def reader(self) -> SearchIndex:
+        writer = self.writer  # the writer makes the file (or rebuilds it) before anyone reads it
+        with self._opening:
+            if self._reader is None:
+                self._reader = open_reader(writer.path)
+            return self._reader
 
     def close(self) -> None:
-        self.writer.close()
-        self.reader.close()
+        with self._opening:
+            for index in (self._writer, self._reader):
+                if index is not None:
+                    index.close()
+            self._writer = self._reader = None
 
     def catch_up(self, should_stop: Callable[[], bool] = lambda: False) -> int:
         """Index what the bot's logs gained and write the entries of the turns that ended.
@@ -269,7 +298,8 @@ def rebuild_journal(name: str) -> tuple[int, int, float]:
 
 def open_reader(path: Path) -> SearchIndex:
     """A connection that only reads a journal file (SearchError if there is none of this version)."""
-    return SearchIndex(path, extra_schema=ENTRY_SCHEMA, version=ENTRY_SCHEMA_VERSION, reader=True)
+    return SearchIndex(path, extra_schema=ENTRY_SCHEMA, version=ENTRY_SCHEMA_VERSION, reader=True,
+                       busy_seconds=BUSY_SECONDS)
 
 
 def attached_places(view: Sequence[Message], current: str) -> set[tuple[str, int]]:

@@ -29,6 +29,7 @@ time (the bot's process for a bot's; `iota search` for the rest); readers may co
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -180,8 +181,10 @@ class SearchIndex:
     the file's writer) changes nothing: a file that is missing or of another version is a
     SearchError to it."""
 
-    def __init__(self, path: Path, *, extra_schema: str = "", version: int = 0, reader: bool = False):
+    def __init__(self, path: Path, *, extra_schema: str = "", version: int = 0, reader: bool = False,
+                 busy_seconds: float = 10.0):
         self.path = path
+        self._busy_seconds = busy_seconds
         self._lock = threading.Lock()
         self._schema = SCHEMA + extra_schema
         self._version = f"{SCHEMA_VERSION}.{version}"
@@ -191,6 +194,8 @@ class SearchIndex:
         try:
             try:
                 self.db = self._open()
+            except sqlite3.OperationalError:
+                raise  # locked by another process, a full disk: the file is fine, try later
             except sqlite3.DatabaseError:
                 # Derived data that cannot be read is made again, from the logs.
                 self._remove_files()
@@ -201,7 +206,7 @@ class SearchIndex:
 
     def _open(self) -> sqlite3.Connection:
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_seconds)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -221,7 +226,7 @@ class SearchIndex:
     def _open_reader(self) -> sqlite3.Connection:
         try:
             db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=rw", uri=True, isolation_level=None,
-                                 check_same_thread=False, timeout=10)
+                                 check_same_thread=False, timeout=self._busy_seconds)
         except sqlite3.Error:
             raise SearchError(f"{self.path} does not exist") from None
         try:
@@ -329,7 +334,11 @@ class _LogReader:
                 self._read(log)
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                # SQLite rolls back by itself after some failures (a full disk); a ROLLBACK then
+                # would raise "no transaction is active" and hide the real error.
+                if self.db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
                 raise
         return self.indexed
 

@@ -203,3 +203,45 @@ def test_journal_false_keeps_no_journal_and_gives_no_recall_but_the_conversation
     said = [m["content"] for m in request["messages"] if m["role"] == "user"]
     assert "hello" in said and said[-1] == "again"  # the conversation resumed
     assert not (paths.bots_dir() / "coder" / "journal.sqlite").exists()
+
+
+def test_a_journal_locked_by_another_process_never_ends_the_chat_and_is_said_once(iota, bot):
+    # Another process holds the journal's write lock for the whole run: the start is not held
+    # up, every reply arrives, the trouble is said once, and once the lock goes the journal
+    # catches up with every turn.
+    import sqlite3
+    screen = bot()
+    iota.model.reply("answer 0")
+    screen.type("hello 0")
+    screen.send_keys("Enter")
+    screen.wait_for("answer 0")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    holder = sqlite3.connect(paths.bots_dir() / "coder" / "journal.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        screen = bot()
+        assert time.monotonic() - started < 5
+        for n in range(1, 5):
+            iota.model.reply(f"answer {n}")
+            screen.type(f"hello {n}")
+            screen.send_keys("Enter")
+            screen.wait_for(f"answer {n}")
+        screen.wait_for("Journal: ")
+        iota.model.reply("answer 5")
+        screen.type("hello 5")
+        screen.send_keys("Enter")
+        screen.wait_for("answer 5")
+        assert screen.capture().count("Journal: ") == 1
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    iota.model.reply("answer 6")
+    screen.type("hello 6")
+    screen.send_keys("Enter")
+    screen.wait_for("answer 6")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    assert screen.capture().count("Journal: ") == 1
+    assert journal_entries() == [f"hello {n}" for n in range(7)]

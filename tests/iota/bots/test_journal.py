@@ -243,3 +243,30 @@ def test_the_attached_block_is_a_notice_that_never_counts_as_what_the_person_typ
     assert attached.notice and attached.hidden and attached.role == USER
     assert typed_by_person([Message(USER, "what did the readme say?"), attached]) == ["what did the readme say?"]
     journal.close()
+
+
+def test_a_journal_locked_by_another_process_fails_fast_is_kept_and_catches_up_when_free(bot):
+    import sqlite3
+    import time
+
+    journal = opened(bot)
+    write_turn(bot.session, "question 0", reply="answer 0")
+    journal.catch_up()
+    journal.close()
+    holder = sqlite3.connect(bot.dir / "journal.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        waiting = Journal.open(bot.dir, bot_sources(bot.dir), lazy=True)  # opens nothing yet
+        write_turn(bot.session, "question 1", reply="answer 1")
+        started = time.monotonic()
+        with pytest.raises(journal_module.SearchError, match="database is locked"):
+            waiting.catch_up()
+        assert time.monotonic() - started < 3  # a moment, not the 10 s of SQLite's default wait
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    # The locked file was not taken for a damaged one and rebuilt: the entry of turn 0 is there,
+    # and the next catch-up adds turn 1.
+    waiting.catch_up()
+    assert [row[0] for row in entries(waiting)] == ["question 0", "question 1"]
+    waiting.close()
