@@ -83,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except ImportError as error:
+        # A Python built without OpenSSL (or with a broken one) fails deep in an import of trio or
+        # httpx; the person needs to know which Python to fix, not where it failed.
+        if error.name not in ("ssl", "_ssl"):
+            raise
+        print(f"Error: this Python ({sys.executable}) cannot load its ssl module ({error}); iota needs it: "
+              "install a Python built with OpenSSL", file=sys.stderr)
+        return EXIT_ERROR
     except BaseExceptionGroup as group:
         # trio's nurseries wrap what their tasks raise; an error of ours inside is still ours.
         interrupted, rest = group.split(KeyboardInterrupt)

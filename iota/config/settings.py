@@ -44,6 +44,10 @@ EFFORTS = ("minimal", "low", "medium", "high")
 # Turns in a row a bot continues a task in progress by itself before it stops and says so.
 DEFAULT_AUTO_CONTINUE = 10
 DEFAULT_UPKEEP_EVERY = 5
+# The largest values taken. No model has a window near 100m tokens, and a turn count in the
+# thousands is a typo; a number past these (`1e23`) would only overflow the arithmetic later.
+MAX_CONTEXT_WINDOW = 100_000_000
+MAX_TURNS = 1000
 # How a model is shown the tools of MCP servers with `defer:` (iota.mcp.defer), and the provider
 # types that speak each protocol: every type the `search_tools` wrapper, Anthropic its own
 # deferred tools, the OpenAI Responses API its tool search, Chat Completions a mount in history.
@@ -271,7 +275,10 @@ class McpServerConfig:
         if "defer" in raw and (not isinstance(defer, str) or not defer.strip()):
             raise BadValue("defer", "want a one-line summary of the server's tools (the model searches by it), "
                                     f"got {defer!r}")
-        return cls(name, _text(raw, "command"), tuple(_texts(raw, "args")), _text_map(raw, "env"), _text(raw, "url"),
+        command = raw.get("command")
+        if command is not None and not isinstance(command, str):
+            raise BadValue("command", f"want the program to run, as text, got {command!r}")
+        return cls(name, command, tuple(_texts(raw, "args")), _text_map(raw, "env"), _text(raw, "url"),
                    _text_map(raw, "headers"), auth, _text(raw, "client_id"),
                    _text(raw, "client_secret"), port, defer)
 
@@ -321,8 +328,12 @@ def _layered(raw: dict) -> dict[str, Any]:
     if window is not None:
         try:
             window = parse_size(window)
-        except ValueError as error:
-            raise BadValue("context_window", str(error)) from None
+        except ValueError:
+            window = 0
+        if not 0 < window <= MAX_CONTEXT_WINDOW:
+            written = raw["context_window"]
+            shown = f'"{written}"' if isinstance(written, str) else repr(written)
+            raise BadValue("context_window", f"want a size from 1 to 100m tokens, like 200k or 1m, got {shown}")
     effort = raw.get("effort")
     if effort is not None and effort not in EFFORTS:
         raise BadValue("effort", f'effort must be one of {", ".join(EFFORTS)}, got "{effort}"')
@@ -332,16 +343,17 @@ def _layered(raw: dict) -> dict[str, Any]:
 
 
 def _auto_continue(raw: dict) -> int:
-    value = raw.get("auto_continue", DEFAULT_AUTO_CONTINUE)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadValue("auto_continue", f"want a number of turns from 0 (0 turns it off), got {value!r}")
-    return value
+    return _turns(raw, "auto_continue", DEFAULT_AUTO_CONTINUE, 0, "0 turns it off")
 
 
 def _upkeep_every(raw: dict) -> int:
-    value = raw.get("upkeep_every", DEFAULT_UPKEEP_EVERY)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadValue("upkeep_every", f"want a number of turns from 1 (upkeep: false turns it off), got {value!r}")
+    return _turns(raw, "upkeep_every", DEFAULT_UPKEEP_EVERY, 1, "upkeep: false turns it off")
+
+
+def _turns(raw: dict, key: str, default: int, low: int, note: str) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_TURNS:
+        raise BadValue(key, f"want a number of turns from {low} to {MAX_TURNS} ({note}), got {value!r}")
     return value
 
 

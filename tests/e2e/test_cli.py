@@ -92,3 +92,32 @@ def test_list_sessions(iota):
     with Session.create(paths.sessions_dir(), provider="fake", model="fake-model", title="Plans") as saved:
         saved.append([Message(USER, content="hello")])
     assert iota("list", "sessions").stdout == f"Sessions:\n  {saved.id}  Plans · fake-model · just now · 1 msgs\n"
+
+
+def test_bad_values_fail_config_check_with_their_range_or_type(iota):
+    # Each alone, so that each is seen: the check stops at the first bad value.
+    for entry, message in [
+        ("models:\n  big: {provider: fake, id: x, context_window: 1e23}\n",
+         'models.big.context_window: want a size from 1 to 100m tokens, like 200k or 1m, got "1e23"'),
+        ("agents:\n  coder: {model: m, auto_continue: 1e20}\n",
+         "agents.coder.auto_continue: want a number of turns from 0 to 1000 (0 turns it off), got '1e20'"),
+        ("mcp_servers:\n  x: {command: 42}\n", "mcp_servers.x.command: want the program to run, as text, got 42"),
+    ]:
+        (iota.home / ".iota.yaml").write_text(
+            "providers:\n  fake: {type: openai, url: 'http://127.0.0.1:9', key: k}\n" + entry)
+        result = iota("config", "check")
+        assert result.returncode == 1
+        assert result.stderr.strip().endswith(message) and result.stderr.count("\n") == 1
+
+
+def test_a_python_whose_ssl_module_cannot_load_gets_one_line(iota, tmp_path):
+    poison = tmp_path / "poison"
+    poison.mkdir()
+    # A sitecustomize runs at the interpreter's start: with None in sys.modules, `import ssl`
+    # fails as it does in a Python built without OpenSSL.
+    (poison / "sitecustomize.py").write_text("import sys\nsys.modules['ssl'] = None\n")
+    iota.write_config("  coder:\n    model: m\n")
+    result = iota("run", "coder", "-m", "hi", PYTHONPATH=str(poison))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("Error: this Python (") and "cannot load its ssl module" in result.stderr

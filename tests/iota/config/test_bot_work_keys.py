@@ -31,13 +31,18 @@ def test_upkeep_defaults_and_values(fake_home, tmp_path):
 
 
 @pytest.mark.parametrize("entry, message", [
-    ("upkeep_every: 0", "agents.b.upkeep_every: want a number of turns from 1 (upkeep: false turns it off), got 0"),
-    ("upkeep_every: true", "agents.b.upkeep_every: want a number of turns from 1 (upkeep: false turns it off), got True"),
+    ("upkeep_every: 0", "agents.b.upkeep_every: want a number of turns from 1 to 1000 (upkeep: false turns it off), got 0"),
+    ("upkeep_every: true", "agents.b.upkeep_every: want a number of turns from 1 to 1000 (upkeep: false turns it off), got True"),
     ("upkeep: sometimes", 'agents.b.upkeep: want true or false, got "sometimes"'),
     ("upkeep_model: tiny", 'agents.b.upkeep_model: unknown model "tiny" (configured: m)'),
-    ("auto_continue: -1", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got -1"),
-    ("auto_continue: yes", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got True"),
-    ("auto_continue: 2.5", "agents.b.auto_continue: want a number of turns from 0 (0 turns it off), got 2.5"),
+    ("auto_continue: -1", "agents.b.auto_continue: want a number of turns from 0 to 1000 (0 turns it off), got -1"),
+    ("auto_continue: yes", "agents.b.auto_continue: want a number of turns from 0 to 1000 (0 turns it off), got True"),
+    ("auto_continue: 1e20", "agents.b.auto_continue: want a number of turns from 0 to 1000 (0 turns it off), got '1e20'"),
+    ("auto_continue: 100000000000000000000", "agents.b.auto_continue: want a number of turns from 0 to 1000 "
+                                            "(0 turns it off), got 100000000000000000000"),
+    ("upkeep_every: 1001", "agents.b.upkeep_every: want a number of turns from 1 to 1000 (upkeep: false turns it off), "
+                           "got 1001"),
+    ("auto_continue: 2.5", "agents.b.auto_continue: want a number of turns from 0 to 1000 (0 turns it off), got 2.5"),
     ("timezone: Europe/Atlantis", 'agents.b.timezone: unknown time zone "Europe/Atlantis" (want an IANA name such '
                                   "as Europe/Berlin)"),
     ("timezne: UTC", "agents.b.timezne: unknown key (want model, choices,"),
