@@ -176,6 +176,9 @@ class Status:
     # stopped the job, and they wait for Enter (sends them) or Ctrl+C (drops them).
     queued_messages: tuple[str, ...] = ()
     held: bool = False
+    # Why records shown are not on disk yet (`disk full`), "" when everything is: the row says
+    # `not saved: disk full` until a write succeeds again.
+    unsaved: str = ""
 
 
 @dataclass(frozen=True)

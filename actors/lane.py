@@ -16,8 +16,11 @@ what it finished: its partial reply marked interrupted, its unanswered tool call
 interrupted. Esc reaches only the innermost scope (the stream or the running shell call). A turn
 that fails (the provider gave up) keeps what it did too, and a notice of the failure, so the
 next request tells the model; the person's message stays on screen, in the log and in the
-composer's history. A write that fails (a full disk) is shown, naming what was not written, and
-the conversation goes on.
+composer's history. A write that fails (a full disk) is shown once, naming what was not
+written, and the conversation goes on: what was not written is kept in memory, in order, and
+written before anything newer — at the next write, and every `RETRY_SAVE_SECONDS` — while the
+status row says `not saved: disk full`. Nothing is sent to the model that is not on disk: a
+turn whose message or tool results could not be written ends as failed before its request.
 
 A turn iota starts by itself — a schedule's trigger, the auto-continue nudge of a task in progress
 — is a `QuietTurn` job: it runs exactly as a typed turn does (the hooks before and after, Ctrl+C,
@@ -34,6 +37,7 @@ chat's (ChatParts.tasks), never before the next job.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import time
 from contextlib import contextmanager
@@ -53,8 +57,8 @@ from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter, TokenCount
 from iota.sessions.conversation import Conversation, notice
-from iota.errors import ContextTooLong, IotaError, SessionError
-from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message, ToolCall
+from iota.errors import ContextTooLong, IotaError, MetaNotSaved, SessionError
+from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TOOL, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
 from iota.providers.base import retry_listener
 from iota.attachments import Attachment, attached_line
@@ -64,6 +68,8 @@ from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 # ---- the lane --------------------------------------------------------------------------------
 
 APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY)
+# How often what could not be written (a full disk) is tried again while nothing else writes.
+RETRY_SAVE_SECONDS = 5.0
 
 
 class Lane:
@@ -82,6 +88,13 @@ class Lane:
         self.last_turn: Turn | None = None  # the last turn of a message, typed or quiet (None: it failed)
         self.interruptions = 0  # how many times Ctrl+C (or a signal) cancelled a running job
         self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
+        # Records shown but not yet on disk, oldest first, as (records, durable, meta): each
+        # written before anything newer (see `save_unsaved`). `_unsaved_reason` is the status
+        # row's `not saved: …`.
+        self._unsaved: list[tuple[list[Message], bool, bool]] = []
+        self._unsaved_reason = ""
+        self._saving = trio.Lock()
+        self._save_wanted = trio.Event()
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""
@@ -210,10 +223,12 @@ class Lane:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         # A provider's wait before a retry shows on the status row: `retrying in 2 s (HTTP 529, …)`.
         retry_listener.set(lambda wait: self.set_running(str(wait)))
-        task_status.started()
-        self.show_status()
-        self.host.state(self._resting_state())  # the first report: the chat is ready
-        await self._take_jobs()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._retry_saves)
+            task_status.started()
+            self.show_status()
+            self.host.state(self._resting_state())  # the first report: the chat is ready
+            await self._take_jobs()
 
     async def _take_jobs(self) -> None:
         while True:
@@ -289,14 +304,17 @@ class Lane:
         await self.record([opening])  # on disk before the request is sent
         self._join([opening])
         failure: IotaError | None = None
-        while True:
+        if self._unsaved:  # not on disk: not sent either
+            failure = SessionError(f"not sent: the conversation could not be saved ({self._unsaved_reason}); "
+                                   "it is kept and written once a write succeeds")
+        while failure is None:
             self._turn = turn
             try:
                 request = self.setup.request(self.conversation.messages, toolbox)
                 # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
                 with self.interruptible() as scope:
                     await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self),
-                                   recorder=self)
+                                   recorder=_Recorder(self))
                 if scope.cancelled_caught:
                     await self.record(turn.interrupt())
             except ContextTooLong as error:
@@ -342,15 +360,50 @@ class Lane:
         a write that must not be torn. A failed write is shown, naming what was not written."""
         if not records or not self.conversation.saving:
             return
+        self._unsaved.append((records, durable, meta))
+        await self.save_unsaved()
+
+    async def save_unsaved(self) -> None:
+        """Write what is waiting, oldest first, until a write fails (shown once, until a write
+        succeeds again). Shielded: a write must not be torn."""
         with trio.CancelScope(shield=True):
-            try:
-                await trio.to_thread.run_sync(partial(self.conversation.record, records, durable=durable, meta=meta))
-            except SessionError as error:
-                if str(error) != self._save_error:
-                    self.emit(ErrorLine(f"Save failed: {error} — the conversation goes on"))
-                self._save_error = str(error)
-            else:
-                self._save_error = ""
+            async with self._saving:
+                await self._write_waiting()
+        self.show_status()
+
+    async def _write_waiting(self) -> None:
+        session = self.conversation.session
+        try:
+            while self._unsaved:
+                records, durable, meta = self._unsaved[0]
+                try:
+                    await trio.to_thread.run_sync(partial(self.conversation.record, records, durable=durable,
+                                                          meta=meta))
+                except MetaNotSaved:
+                    self._unsaved.pop(0)  # the records are in the log; meta.json follows with a later write
+                    raise
+                self._unsaved.pop(0)
+            if session is not None and session.meta_pending:
+                await trio.to_thread.run_sync(session.write_pending_meta)
+        except SessionError as error:
+            if not self._save_error:
+                self.emit(ErrorLine(f"Save failed: {error} — kept in memory and written once a write "
+                                    "succeeds; the conversation goes on"))
+            self._save_error = str(error)
+            self._unsaved_reason = _why_unsaved(error)
+            self._save_wanted.set()
+            return
+        if self._save_error:
+            self.notice("Saved again: everything shown is on disk")
+        self._save_error = self._unsaved_reason = ""
+
+    async def _retry_saves(self) -> None:
+        """While something waits to be written, try again every RETRY_SAVE_SECONDS."""
+        while True:
+            await self._save_wanted.wait()
+            self._save_wanted = trio.Event()
+            await trio.sleep(RETRY_SAVE_SECONDS)
+            await self.save_unsaved()
 
     async def keep(self, records: list[Message]) -> None:
         """Save records outside a turn (notices) and add them to the conversation."""
@@ -402,7 +455,7 @@ class Lane:
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
                          queued=self.inbox.queued(), queued_messages=messages,
                          held=self.inbox.held and bool(messages) and not self.busy,
-                         jobs=self._jobs_running(), debug=self.setup.debug.on))
+                         jobs=self._jobs_running(), debug=self.setup.debug.on, unsaved=self._unsaved_reason))
 
     def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
         """The background jobs for the status row, their start on trio's clock (theirs is monotonic)."""
@@ -467,6 +520,30 @@ class _Observer:
         self.lane.set_running("Waiting for the model")
         # Exactly what the model reads: the screen shows its first lines, Ctrl+O all of it.
         self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, result.is_error))
+
+
+class _Recorder:
+    """The agent loop's recorder: the lane's `record`, and a turn whose tool results (the next
+    request's news) could not be written ends there, before that request is sent."""
+
+    def __init__(self, lane: Lane):
+        self.lane = lane
+
+    async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
+        await self.lane.record(records, durable=durable, meta=meta)
+        if self.lane._unsaved and any(record.role == TOOL for record in records):
+            raise SessionError(f"not sent: the conversation could not be saved ({self.lane._unsaved_reason}); "
+                               "it is kept and written once a write succeeds")
+
+
+def _why_unsaved(error: SessionError) -> str:
+    """`disk full`, or what the system said, for the status row."""
+    cause = error.__cause__
+    if isinstance(cause, OSError):
+        if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "disk full"
+        return (cause.strerror or str(cause)).lower()
+    return "write failed"
 
 
 def _ping_text(turn: Turn) -> str:

@@ -6,7 +6,8 @@
     │   ├── SessionNotFound        no bundle matches an id or prefix
     │   ├── AmbiguousSession       a prefix matches several bundles
     │   ├── SessionLocked          another live process holds the bundle's lock (names its pid)
-    │   └── LockingUnsupported     the filesystem cannot hold a lock, so nothing is written there
+    │   ├── LockingUnsupported     the filesystem cannot hold a lock, so nothing is written there
+    │   └── MetaNotSaved           the records were written but meta.json was not (it is written later)
     ├── BotError                   a bot's requirements, pointer or directory are not right
     ├── SearchError                a search index cannot be opened, read or rebuilt
     ├── ProviderError              a model provider failed
@@ -47,6 +48,10 @@ class SessionError(IotaError):
 
 class SessionNotFound(SessionError):
     pass
+
+
+class MetaNotSaved(SessionError):
+    """The batch is in the log; only meta.json, its summary, could not be rewritten."""
 
 
 class AmbiguousSession(SessionError):

@@ -37,7 +37,7 @@ from typing import Any
 
 from iota import attachments
 from iota.sessions import locking
-from iota.errors import AmbiguousSession, SessionError, SessionNotFound
+from iota.errors import AmbiguousSession, MetaNotSaved, SessionError, SessionNotFound
 from iota.messages import (ASSISTANT, COMPACTION, PARTIAL, REWIND, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER,
                            Message)
 from iota.paths import sessions_dir
@@ -169,6 +169,9 @@ def resolve_session(prefix: str, scope: Path | None = None, *, include_archived:
 
 class Session:
     """One process's handle on a bundle: its meta, its log and, once on disk, its lock."""
+
+    # True while meta.json lags the log (a write of it failed); the next append writes it.
+    meta_pending = False
 
     def __init__(self, bundle: Path, meta: dict[str, Any], view: SessionView, index: LogIndex):
         self.dir = bundle
@@ -307,9 +310,16 @@ class Session:
             message.role in MESSAGE_ROLES for message in messages)
         if any(message.role == COMPACTION for message in messages):
             self._store_checkpoint()
-        if meta:
+        if meta or self.meta_pending:
             self.meta["updated_at"] = now_stamp()
-            self._write_meta()
+            try:
+                self._write_meta()
+            except SessionError as error:
+                # The records are in the log, which is the truth; meta.json only sums it up (its
+                # count is recounted at every open). It is written again with the next batch.
+                self.meta_pending = True
+                raise MetaNotSaved(str(error)) from error.__cause__
+            self.meta_pending = False
 
     def rewind_points(self) -> list[tuple[int, str]]:
         """The person's messages in the conversation as the log now holds it, (offset, text),
@@ -355,6 +365,14 @@ class Session:
                 self.meta["updated_at"] = now_stamp()
             if self.on_disk:
                 self._write_meta()
+
+    def write_pending_meta(self) -> None:
+        """Write meta.json if a write of it failed since the last that succeeded (SessionError if
+        it fails again)."""
+        with self._writing:
+            if self.meta_pending and self.on_disk:
+                self._write_meta()
+                self.meta_pending = False
 
     def close(self) -> None:
         """Release the bundle to other processes. Safe to call twice."""

@@ -12,7 +12,7 @@ import os
 
 import trio
 
-from actors.events import ErrorLine, TurnEnded
+from actors.events import ErrorLine, Notice, Status, TurnEnded
 from iota.messages import FAILED_NOTICE, PARTIAL, TOOL_STARTED, TURN_END
 from iota.sessions.conversation import Conversation
 from tests.actors.test_lane import all_records, open_lane, records, user_texts  # noqa: F401  (the fixture)
@@ -126,8 +126,11 @@ async def test_a_turn_that_fails_after_its_tools_ran_keeps_them_and_the_next_req
     assert [r["role"] for r in records(session)] == ["user", "assistant", "tool", "user", "user", "assistant"]
 
 
+REAL_WRITE = os.write
+
+
 def failing_writes(monkeypatch, name: str) -> None:
-    real_write = os.write
+    real_write = REAL_WRITE
 
     def write(fd, data):
         if os.readlink(f"/proc/self/fd/{fd}").endswith(name):
@@ -137,26 +140,66 @@ def failing_writes(monkeypatch, name: str) -> None:
     monkeypatch.setattr(os, "write", write)
 
 
-async def test_on_a_full_disk_the_message_names_what_was_not_written(open_lane, fake_model, session, monkeypatch):
+def statuses(events) -> list[str]:
+    return [e.unsaved for e in events if isinstance(e, Status)]
+
+
+async def test_on_a_full_disk_what_was_shown_is_kept_in_order_and_nothing_unsaved_is_sent(
+        open_lane, fake_model, session, monkeypatch):
     fake_model.reply("first answer")
     fake_model.reply("second answer")
     async with open_lane(Conversation(session=session)) as chat:
         chat.submit("first")
         await chat.until(TurnEnded)
+        # meta.json cannot be written: the records are in the log all the same, nothing is lost.
         failing_writes(monkeypatch, "/meta.json.tmp")
         chat.submit("second")
-        meta_errors = [e.text for e in await chat.until(TurnEnded) if isinstance(e, ErrorLine)]
+        meta_events = await chat.until(TurnEnded)
+        assert [r["content"] for r in records(session)] == ["first", "first answer", "second", "second answer"]
+        assert "disk full" in statuses(meta_events)
+        # Now the log too: the message is shown and kept, but never sent.
         failing_writes(monkeypatch, "/messages.jsonl")
-        fake_model.reply("third answer")
         chat.submit("third")
-        log_errors = [e.text for e in await chat.until(TurnEnded) if isinstance(e, ErrorLine)]
-    assert meta_errors == [f"Save failed: failed to save session {session.id}: meta.json not updated: No space left "
-                           "on device (the messages are in messages.jsonl) — the conversation goes on"]
-    assert [r["content"] for r in records(session)] == ["first", "first answer", "second", "second answer"]
-    assert log_errors[0] == (f"Save failed: failed to save session {session.id}: your message not written to "
-                             "messages.jsonl: No space left on device — the conversation goes on")
-    assert any("the reply not written to messages.jsonl" in text for text in log_errors)
-    assert json.loads((session.dir / "meta.json").read_text())["message_count"] == 2
+        log_events = await chat.until(TurnEnded)
+        assert log_events[-1] == TurnEnded(failed=True)
+        assert len(fake_model.requests) == 2
+        assert [r["content"] for r in records(session)] == ["first", "first answer", "second", "second answer"]
+        assert statuses(log_events)[-1] == "disk full"
+        monkeypatch.undo()  # room again: the next write brings everything kept, in order, first
+        fake_model.reply("fourth answer")
+        chat.submit("fourth")
+        later = await chat.until(TurnEnded)
+        assert statuses(later)[-1] == ""
+        assert any(isinstance(e, Notice) and e.text.startswith("Saved again") for e in later)
+    errors = [e.text for e in [*meta_events, *log_events] if isinstance(e, ErrorLine)]
+    assert errors[0] == (f"Save failed: failed to save session {session.id}: meta.json not updated: No space left on "
+                         "device (the messages are in messages.jsonl) — kept in memory and written once a write "
+                         "succeeds; the conversation goes on")
+    assert sum(text.startswith("Save failed") for text in errors) == 1  # said once for the whole outage
+    assert any(text.startswith("not sent: the conversation could not be saved (disk full)") for text in errors)
+    contents = [r.get("content") for r in all_records(session) if r["role"] in ("user", "assistant")]
+    assert contents[:5] == ["first", "first answer", "second", "second answer", "third"]
+    assert contents[-2:] == ["fourth", "fourth answer"]
+    sent = [m.get("content") for m in fake_model.requests[2].body["messages"] if m["role"] == "user"]
+    assert sent[:3] == ["first", "second", "third"] and sent[-1] == "fourth"
+    assert json.loads((session.dir / "meta.json").read_text())["message_count"] == len(records(session))
+
+
+async def test_what_a_full_disk_kept_is_written_by_the_timer_with_nothing_typed(
+        open_lane, fake_model, session, monkeypatch):
+    from actors import lane as lane_module
+    monkeypatch.setattr(lane_module, "RETRY_SAVE_SECONDS", 0.05)
+    fake_model.reply("first answer")
+    async with open_lane(Conversation(session=session)) as chat:
+        failing_writes(monkeypatch, "/messages.jsonl")
+        chat.submit("first")
+        await chat.until(TurnEnded)
+        log = session.dir / "messages.jsonl"
+        assert not log.exists() or b"first" not in log.read_bytes()
+        monkeypatch.setattr(os, "write", REAL_WRITE)  # room again; nothing is typed
+        await chat.until(lambda e: isinstance(e, Notice) and e.text.startswith("Saved again"))
+    assert [r["content"] for r in all_records(session) if r["role"] == "user"][0] == "first"
+    assert len(fake_model.requests) == 0
 
 
 async def test_a_context_too_long_after_tools_ran_compacts_and_goes_on_with_the_same_turn(

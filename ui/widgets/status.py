@@ -42,6 +42,8 @@ def status_segments(status: Status, now: float) -> list[tuple[str, str]]:
         segments.append(("status_running", jobs_segment(status.jobs, now)))
     if status.debug:
         segments.append(("status_running", "debug"))
+    if status.unsaved:
+        segments.append(("status_running", f"not saved: {status.unsaved}"))
     return segments
 
 
