@@ -20,10 +20,11 @@ from typing import AsyncIterator, Callable
 
 import trio
 
-from iota.config import params, settings
+from iota.config import entries, params, settings
 from iota.config.confined import ProjectPin
 from iota import paths
-from iota.config.settings import AgentConfig, Config, ResolvedModel
+from iota.config.settings import Config, ResolvedModel
+from iota.config.entries import AgentConfig
 from iota.debug_log import DebugLog
 from iota.config.instructions import read_instructions
 from iota.mcp.servers import servers_for_run
@@ -241,7 +242,7 @@ def prepare_chat(loaded: Config, agent: AgentConfig, cwd: Path, *, model_overrid
         model_override = replayed = _replayed_model(loaded, replay)
     model = settings.resolve_model(loaded, agent, model_override)
     if replayed is not None:
-        model = params.replay(model, replay, settings.DEFAULT_CONTEXT_WINDOW)
+        model = params.replay(model, replay, entries.DEFAULT_CONTEXT_WINDOW)
     confinement = Confinement.from_environment(os.environ)
     if confinement is not None:
         enforce_confinement(confinement, loaded, agent, cwd, interactive=interactive, mcp_flags=mcp_flags or [])
@@ -277,7 +278,7 @@ def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentCo
                                 allowed=writable_paths(confinement.root, confinement.write))
 
 
-def shell_write_paths(shell: settings.ShellOptions, cwd: Path) -> list[str]:
+def shell_write_paths(shell: entries.ShellOptions, cwd: Path) -> list[str]:
     """The shell set's `write:` paths: `~` and `${…}` expanded, made absolute, empties dropped."""
     expanded = (settings.expand(os.path.expanduser(path.strip()), cwd) for path in shell.write)
     return [os.path.normpath(os.path.abspath(path)) for path in expanded if path]

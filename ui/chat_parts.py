@@ -29,7 +29,7 @@ from actors.skills_watcher import SkillsWatcher
 from actors.upkeep import CANDIDATES_HELP, Upkeep
 from iota import __version__
 from iota.bots import bot as bots
-from iota.config import settings, trust
+from iota.config import entries, settings, trust
 from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
@@ -65,7 +65,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         session = resumed_session(args, lambda question: _pick_session(choose, question, args.all,
                                                                           check_open=not args.fork))
         agent_name = session.meta.get("agent") or "default"
-        agent = loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name)
+        agent = loaded.agents.get(agent_name) or entries.AgentConfig(name=agent_name)
     else:
         agent = settings.find_agent(loaded, args.agent)
         session = None

@@ -32,7 +32,7 @@ from actors.lane import Lane
 from actors.commands.tools import show_tools
 from iota import __version__
 from iota.config import params
-from iota.config.settings import EFFORTS
+from iota.config.entries import EFFORTS
 from iota.errors import IotaError
 from iota.messages import ASSISTANT, SYSTEM, TOOL, USER, Message
 from iota.sessions.conversation import Conversation

@@ -48,7 +48,8 @@ from typing import Any
 
 from iota.sessions import locking
 from iota.config import inheritance
-from iota.config.settings import AgentConfig, Config, ResolvedModel
+from iota.config.settings import Config, ResolvedModel
+from iota.config.entries import AgentConfig
 from iota.text import format_size
 from iota.errors import BotError, SessionError
 from iota.memory.document import go_quote

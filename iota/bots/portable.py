@@ -47,7 +47,7 @@ import yaml
 from iota import yaml_load
 from iota.bots.bot import bot_dir
 from iota.config.instructions import read_instructions
-from iota.config import blocks, settings, trust
+from iota.config import blocks, entries, settings, trust
 from iota.config.settings import Config
 from iota.errors import BotError, ConfigError, IotaError
 from iota.memory.document import MEMORY_CAP, MemoryDoc, check_secret
@@ -328,7 +328,7 @@ def plan_import(bundle: Bundle, config: Config, config_path: Path, name: str | N
     # The person asked for a bot: it is judged as the same entry would be without `mode: bot`.
     judged = {key: value for key, value in entry.items() if key != "mode"}
     risks = [finding.describe() for finding in trust.find_risks({"agents": {name: judged}}, others, cwd,
-                                                                settings.AgentConfig.decode)]
+                                                                entries.AgentConfig.decode)]
     return Plan(name, config_path, entry, bundle, risks, notes)
 
 

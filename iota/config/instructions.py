@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 from iota.config import settings
-from iota.config.settings import AgentConfig, Config
+from iota.config.settings import Config
+from iota.config.entries import AgentConfig
 from iota.errors import ConfigError
 
 

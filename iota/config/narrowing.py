@@ -9,7 +9,7 @@ Narrower is judged key by key. Every key an agent entry accepts has a line in `O
 how two of its values compare — which one confines more — and what a wider value would do. A key
 with no line there must equal the person's value, so a key added later is safe until someone
 decides its order. Both entries are compared as a run would use them (decoded by
-iota.config.settings, defaults filled in), so a key left unwritten has its default: an entry that
+iota.config.entries, defaults filled in), so a key left unwritten has its default: an entry that
 drops the person's `skills: false` turns skills back on, and is wider; one that drops
 `mcp_servers:` starts every one of the person's servers, and is wider than a list of some.
 
@@ -55,7 +55,7 @@ class Context:
     servers: frozenset[str]       # the person's MCP servers: what `mcp_servers:` left out means
     lost_models: frozenset[str]   # models the file defines that are left out
     own_providers: frozenset[str]  # providers only the file defines
-    # How an agent entry is decoded as a run uses it: settings.AgentConfig.decode, handed in
+    # How an agent entry is decoded as a run uses it: entries.AgentConfig.decode, handed in
     # because settings reads this module (through trust) to load a project file.
     decode: Callable[[str, dict], Any]
 
@@ -236,7 +236,7 @@ def wider_keys(name: str, theirs: Any, ours: Any, context: Context) -> Iterator[
     try:
         agent = context.decode(name, theirs if isinstance(theirs, dict) else {})
         baseline = context.decode(name, (ours if isinstance(ours, dict) else {}) if ours is not None else NEW_AGENT)
-    except ValueError:   # settings.BadValue
+    except ValueError:   # entries.BadValue
         return
     written = _written(theirs)
     for key in sorted(written - set(ORDERS)):        # a key with no order must equal

@@ -98,7 +98,7 @@ def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path, decode: 
            decided: bool = True) -> Review:
     """The review of project file `path` whose bytes are `data` and parsed document `project`,
     merged over the person's document `user` (None when there is none), in `cwd`; `decode` turns an
-    agent entry into what a run uses (settings.AgentConfig.decode). Without
+    agent entry into what a run uses (entries.AgentConfig.decode). Without
     `decided` the person's decisions are not consulted (a confined iota's): never decided."""
     path = Path(os.path.abspath(path))
     hashed = digest(data)

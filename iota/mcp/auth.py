@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from iota import paths
-from iota.config.settings import McpServerConfig
+from iota.config.entries import McpServerConfig
 from iota.errors import ConfigError, IotaError
 
 # Server names that can name a file: the characters `iota mcp add` allows.

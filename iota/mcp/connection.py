@@ -29,7 +29,7 @@ from typing import IO, Any
 import trio
 
 from iota import __version__
-from iota.config.settings import McpServerConfig
+from iota.config.entries import McpServerConfig
 from iota.mcp.auth import auth_mode, not_logged_in
 
 # The HTTP client's timeouts: connecting, and waiting for a slow tool's answer.

@@ -38,7 +38,7 @@ from typing import Any
 
 import trio
 
-from iota.config.settings import McpServerConfig
+from iota.config.entries import McpServerConfig
 from iota.mcp.auth import connection_auth
 from iota.mcp.connection import Trail, connect, describe, import_sdk, list_tools
 from iota.mcp.servers import endpoint, expanded

@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
-from iota.config.settings import McpServerConfig
+from iota.config.entries import McpServerConfig
 from iota.errors import ConfigError, IotaError
 from iota.mcp.auth import (CALLBACK_PATH, TokenStore, auth_mode, client_metadata, configured_client, read_record,
                            stored_oauth, token_path)

@@ -20,7 +20,8 @@ import shlex
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from iota.config.settings import AgentConfig, Config, McpServerConfig, expand
+from iota.config.settings import Config, expand
+from iota.config.entries import AgentConfig, McpServerConfig
 from iota.errors import ConfigError
 
 # Commands that run another program named by their first plain argument: `npx -y @scope/server-x`,

@@ -13,7 +13,8 @@ import pytest
 from iota import paths
 from iota.bots.bot import open_bot
 from iota.bots.journal import CONTEXT_HEADER, Journal, bot_sources
-from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
+from iota.config.settings import Config, resolve_model
+from iota.config.entries import AgentConfig, ModelConfig, ProviderConfig
 from iota.sessions.bundle import Session
 from tests.e2e.conftest import IOTA, READY
 from tests.support.fake_model import tool_call

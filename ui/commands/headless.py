@@ -17,7 +17,7 @@ from pathlib import Path
 
 import trio
 
-from iota.config import settings
+from iota.config import entries, settings
 from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
@@ -44,7 +44,7 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
         agent_name = args.agent
     try:
         agent = settings.find_agent(loaded, agent_name) if args.command == "run" else (
-            loaded.agents.get(agent_name) or settings.AgentConfig(name=agent_name, model=None))
+            loaded.agents.get(agent_name) or entries.AgentConfig(name=agent_name, model=None))
         setup = prepare_chat(loaded, agent, cwd, model_override=args.model, system_override=args.system,
                              mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)

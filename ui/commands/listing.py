@@ -28,6 +28,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def render_listing(loaded, what: str, agent_name: str | None = None) -> str:
+    from iota.config import entries
     from iota.config import settings
     from iota.text import format_size
 
@@ -47,13 +48,13 @@ def render_listing(loaded, what: str, agent_name: str | None = None) -> str:
             names = [name for name in dict.fromkeys([agent.model, *agent.choices]) if name]
             title = f"Models for {agent_name}:"
         for name in names:
-            model = settings.resolve_model(loaded, loaded.agents.get(agent_name) or settings.AgentConfig(name="-"), name)
+            model = settings.resolve_model(loaded, loaded.agents.get(agent_name) or entries.AgentConfig(name="-"), name)
             rows.append((name, f"{model.provider.name}:{model.id} · {format_size(model.context_window)} window"))
     else:
         title = "Providers:"
         for name, provider in loaded.providers.items():
-            variable = settings.ENV_KEYS.get(provider.type, "")
-            key = settings.CLOUD_CREDENTIALS.get(provider.type) or (
+            variable = entries.ENV_KEYS.get(provider.type, "")
+            key = entries.CLOUD_CREDENTIALS.get(provider.type) or (
                 f"key from ${variable}" if os.environ.get(variable) else "key in config" if provider.key else
                 f"no key: set {variable}")
             rows.append((name, " · ".join([provider.type, provider.url or "default url", key])))

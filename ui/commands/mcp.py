@@ -90,8 +90,7 @@ def mcp_command(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from iota.config import settings
-    from iota.config import starter
+    from iota.config import entries, starter
     from iota.mcp.config_file import add_server
     from iota.mcp.servers import endpoint
 
@@ -102,7 +101,7 @@ def _add(args: argparse.Namespace) -> int:
         print(starter.write_starter(path), file=sys.stderr)
     add_server(path, args.name, entry)
     kind = "HTTP" if args.url else "stdio"
-    shown = endpoint(settings.McpServerConfig(name=args.name, **entry))
+    shown = endpoint(entries.McpServerConfig(name=args.name, **entry))
     print(f"Added MCP server {args.name} to {path} ({kind}: {shown}); it starts with the next chat")
     return EXIT_OK
 

@@ -26,7 +26,8 @@ from iota.bots.bot import (
     session_of,
     system_record_change,
 )
-from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, ResolvedModel, resolve_model
+from iota.config.settings import Config, ResolvedModel, resolve_model
+from iota.config.entries import AgentConfig, ModelConfig, ProviderConfig
 from iota.errors import BotError, LockingUnsupported, SessionLocked
 from iota.messages import Message
 from iota.paths import bots_dir, sessions_dir

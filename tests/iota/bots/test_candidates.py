@@ -16,7 +16,8 @@ from iota.bots.candidates import (CANDIDATE, DAY, DURABLE, CandidateBook, Entry,
                                   track_memory_lines)
 from iota.bots.hits import about_expression, count_hits, keys_of
 from iota.bots.journal import Journal, bot_sources
-from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
+from iota.config.settings import Config, resolve_model
+from iota.config.entries import AgentConfig, ModelConfig, ProviderConfig
 from iota.memory.file import MemoryFile
 from iota.messages import ASSISTANT, TURN_END, USER, Message
 from tests.support.turns import write_turn

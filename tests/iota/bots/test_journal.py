@@ -14,7 +14,8 @@ from iota.bots.journal import (BUDGET, CONTEXT_HEADER, Journal, attached_places,
                                rebuild_journal)
 from iota.bots.journal_entry import group_calls, head_and_tail
 from iota.compaction.summary import FLUSH_NOTICE
-from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
+from iota.config.settings import Config, resolve_model
+from iota.config.entries import AgentConfig, ModelConfig, ProviderConfig
 from iota.errors import BotError, SessionLocked
 from iota.sessions.bundle import Session
 from iota.memory.provenance import typed_by_person

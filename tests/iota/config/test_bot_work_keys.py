@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from iota.config import settings
+from iota.config import entries, settings
 from iota.errors import ConfigError
 
 HEAD = "providers:\n  p: {type: openai, key: k}\nmodels:\n  m: p:x\nagents:\n"
 
 
-def load(fake_home, tmp_path, agent: str) -> settings.AgentConfig:
+def load(fake_home, tmp_path, agent: str) -> entries.AgentConfig:
     (fake_home / ".iota.yaml").write_text(HEAD + agent)
     return settings.load(tmp_path).agents["b"]
 

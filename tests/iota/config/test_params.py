@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from iota.chat import prepare_chat
-from iota.config import params, settings
+from iota.config import entries, params, settings
 from iota.config.params import ParamSources
 from iota.messages import Message
 from iota.sessions.bundle import Session
@@ -47,7 +47,7 @@ def test_a_switch_drops_what_the_old_models_config_gave_and_keeps_what_was_set_b
     setup.switch_model("plain")
     model = setup.model
     # The window and effort came from `big`'s entry: `plain` says nothing, so they go.
-    assert (model.context_window, model.effort) == (settings.DEFAULT_CONTEXT_WINDOW, None)
+    assert (model.context_window, model.effort) == (entries.DEFAULT_CONTEXT_WINDOW, None)
     # The agent's temperature is config for any model; top_p was the person's own.
     assert (model.temperature, model.top_p) == (0.3, 0.9)
     assert model.param_sources == ParamSources(context_window="builtin", effort="builtin", temperature="config",
@@ -83,4 +83,4 @@ def test_minus_M_on_resume_evaluates_the_config_for_the_model_it_names(fake_home
     meta = {"provider": "oa", "model": "big-1", "context_window": 64_000,
             "param_sources": {"context_window": "user"}}
     model = prepare_chat(loaded, loaded.agents["chat"], tmp_path, model_override="plain", replay=meta).model
-    assert model.context_window == settings.DEFAULT_CONTEXT_WINDOW
+    assert model.context_window == entries.DEFAULT_CONTEXT_WINDOW

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iota.config import settings
+from iota.config import entries, settings
 from iota.config import starter
 from iota.errors import ConfigError, MissingAPIKey
 
@@ -172,7 +172,7 @@ def test_toolsets_presence_enables_false_disables(fake_home, project):
 @pytest.mark.parametrize("text, size", [("200k", 200_000), ("1m", 1_000_000), ("1.5m", 1_500_000),
                                         ("1b", 10**9), (32000, 32000), ("8.2k", 8200)])
 def test_sizes(text, size):
-    assert settings.parse_size(text) == size
+    assert entries.parse_size(text) == size
 
 
 def test_format_size():

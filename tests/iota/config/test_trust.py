@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from iota.config import settings, trust
+from iota.config import entries, settings, trust
 
 USER = """\
 providers:
@@ -35,7 +35,7 @@ def project(tmp_path):
 
 def risks(project: Path, text: str, user: str = USER) -> list[str]:
     return [finding.describe() for finding in trust.find_risks(yaml.safe_load(text), yaml.safe_load(user), project,
-                                                                  settings.AgentConfig.decode)]
+                                                                  entries.AgentConfig.decode)]
 
 
 # -- what is risky ---------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ RISKY = "providers:\n  oa: {type: openai, url: 'http://127.0.0.1:9/v1'}\n"
 def review_of(project: Path) -> trust.Review:
     path = project / ".iota.yaml"
     data = path.read_bytes()
-    return trust.review(path, data, yaml.safe_load(data), yaml.safe_load(USER), project, settings.AgentConfig.decode)
+    return trust.review(path, data, yaml.safe_load(data), yaml.safe_load(USER), project, entries.AgentConfig.decode)
 
 
 def test_a_decision_holds_for_those_bytes_only(project):

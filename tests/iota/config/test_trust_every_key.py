@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from iota.config import narrowing, settings
+from iota.config import entries, narrowing, settings
 from tests.iota.config.test_every_key import accepted_paths
 
 # The person's own config: agent `a` is replaced per case; `main` is a bot others may inherit.
@@ -164,7 +164,7 @@ def test_a_looser_value_is_left_out_until_trusted(case, fake_home, project):
     if case.yours is not None:
         found = [finding.key for finding in loaded.project_review.findings]
         assert any(at == f"agents.a.{key}" or at.startswith(f"agents.a.{key}.") for at in found), found
-        assert loaded.agents["a"] == settings.AgentConfig.decode("a", case.yours)   # the person's, in force
+        assert loaded.agents["a"] == entries.AgentConfig.decode("a", case.yours)   # the person's, in force
     else:
         name = entry.partition(".")[2]
         assert getattr(loaded, section)[name] == load(fake_home, project, None, {}).__dict__[section][name]
@@ -176,7 +176,7 @@ def test_a_narrower_value_is_applied(case, fake_home, project):
     loaded = load(fake_home, project, yours, file_of(case, case.narrower))
     assert loaded.project_review.findings == ()
     if case.yours is not None:
-        assert loaded.agents["a"] == settings.AgentConfig.decode("a", case.narrower)   # the file's, applied
-        assert loaded.agents["a"] != settings.AgentConfig.decode("a", yours)          # ... not yours
+        assert loaded.agents["a"] == entries.AgentConfig.decode("a", case.narrower)   # the file's, applied
+        assert loaded.agents["a"] != entries.AgentConfig.decode("a", yours)          # ... not yours
     else:
-        assert loaded.models["m"] == settings.ModelConfig.decode("m", case.narrower["models"]["m"])
+        assert loaded.models["m"] == entries.ModelConfig.decode("m", case.narrower["models"]["m"])

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trio
 
-from iota.config.settings import McpServerConfig
+from iota.config.entries import McpServerConfig
 from iota.errors import ConfigError
 from iota.mcp import login as mcp_login
 from iota.mcp.auth import login_state, token_path

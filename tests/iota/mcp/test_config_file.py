@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from iota.config import settings
+from iota.config import entries, settings
 from iota.errors import ConfigError
 from iota.mcp.config_file import add_server, remove_server
 from ui.cli import main
@@ -111,7 +111,7 @@ def test_values_are_quoted_only_when_yaml_needs_it_and_read_back_as_given(tmp_pa
     add_server(path, "odd", {"command": "npx", "args": args, "env": {"DEBUG": "true", "KEY": "${env:KEY}"}})
     assert path.read_text().splitlines()[3] == (
         '    args: [-y, "@scope/server-x", "--root=/tmp/a b", "yes", "1.5", "${cwd}", "a: b", "[x]", "#tag", ""]')
-    loaded = settings.McpServerConfig(name="odd", command="npx", args=tuple(args), env={"DEBUG": "true", "KEY": "${env:KEY}"})
+    loaded = entries.McpServerConfig(name="odd", command="npx", args=tuple(args), env={"DEBUG": "true", "KEY": "${env:KEY}"})
     assert servers(path)["odd"] == loaded
 
 

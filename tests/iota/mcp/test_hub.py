@@ -21,7 +21,7 @@ from iota.config import settings
 from iota.mcp import hub as mcp_hub
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import prepare_chat
-from iota.config.settings import AgentConfig, McpServerConfig
+from iota.config.entries import AgentConfig, McpServerConfig
 from iota.errors import ConfigError
 from iota.mcp.hub import open_mcp
 from iota.mcp.servers import server_from_flag, servers_for_run

@@ -11,7 +11,8 @@ import pytest
 from iota import paths
 from iota.bots.bot import BotStart, open_bot
 from iota.bots.journal import Journal, bot_sources
-from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
+from iota.config.settings import Config, resolve_model
+from iota.config.entries import AgentConfig, ModelConfig, ProviderConfig
 from iota.messages import COMPACTION, Message, Usage
 from iota.sessions.bundle import Session
 from iota.tools import recall as recall_module
