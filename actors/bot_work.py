@@ -72,8 +72,8 @@ def open_bot_work(setup: ChatSetup, bot_dir: Path) -> BotWork:
         on_start=[auto_continue.start],
         actors=[scheduler.run],
         commands={
-            "tasks": ("what the bot is working on; delete a backlog task, stop a running one",
-                      work_commands.tasks_command(tasks, auto_continue.load)),
+            "tasks": ("what the bot is working on; resume a paused task, delete a backlog one, stop one",
+                      work_commands.tasks_command(tasks, auto_continue.load, auto_continue.resumed)),
             "schedules": ("the bot's schedules and their next runs; pause, resume or delete one",
                           work_commands.schedules_command(schedules, scheduler.wake)),
             "notes": ("the documents the bot keeps", work_commands.notes_command(notes)),
