@@ -98,8 +98,9 @@ async def _apply(lane: Lane, compacted: Compacted) -> None:
         await trio.to_thread.run_sync(conversation.apply_compaction, compacted.record, compacted.messages)
     for condensed in lane.on_compacted:
         condensed(split.middle if split is not None else [])
-    lane.meter.reseed(conversation.messages, overhead=compaction.message_tokens(
-        [Message(SYSTEM, content=lane.setup.system_prompt())]))
+    # What the next request sends: the summary and the kept tail, and the system prompt (memory
+    # and all) and the tools' definitions, as a restart counts them.
+    lane.meter.reseed(conversation.messages, overhead=lane.request_overhead())
     lane.show_status()
 
 

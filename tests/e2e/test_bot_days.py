@@ -65,3 +65,38 @@ def test_auto_continue_without_progress_pauses_after_two_and_stays_paused_on_res
     settle(iota.model, 7)  # their turn, then two more continuations, paused again
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
+
+
+# -- 2. the meter after a compaction -----------------------------------------------------------------
+
+FIGURE = re.compile(r"^m · (≈?)([\d.]+)(k?) / 200k", re.MULTILINE)
+
+
+def meter(screen) -> float:
+    sign, number, unit = FIGURE.search(screen.wait_for(FIGURE)).groups()
+    return float(number) * (1000 if unit else 1)
+
+
+def test_the_meter_after_compact_counts_what_the_next_request_sends(iota, terminal):
+    iota.write_config(BOT)
+    (paths.bots_dir() / "coder").mkdir(parents=True, exist_ok=True)
+    (paths.bots_dir() / "coder" / "MEMORY.md").write_text("# Memory\n\n" + "- the user likes green tea\n" * 40)
+    for reply in ("One.", "Two.", "Summary of one and two."):
+        iota.model.reply(reply)
+    screen = start(iota, terminal)
+    empty = meter(screen)  # the system prompt, the tools and the memory, before anything is said
+    for text, answer in (("one", "One."), ("two", "Two.")):
+        screen.type(text)
+        screen.send_keys("Enter")
+        screen.wait_for(answer)
+    screen.type("/compact")
+    screen.send_keys("Enter")
+    screen.wait_for("Context compacted → ")
+    compacted = meter(screen)
+    assert compacted >= empty, screen.capture()
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    screen = start(iota, terminal)  # a restart counts the same request: the same figure
+    assert meter(screen) == compacted
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
