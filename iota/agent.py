@@ -267,7 +267,10 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
     tool = toolbox.get(call.name)
     observer.on_tool_start(call, tool.target(call.arguments) if tool else "")
     request = tool.approval_request(call.arguments) if tool else None
-    refusal = await approvals.check(request) if request else None
+    # A call that would be refused is refused before anyone is asked.
+    refusal = toolbox.preflight(call.name, call.arguments) if request else None
+    if refusal is None and request:
+        refusal = await approvals.check(request)
     result = refusal
     if result is None:
         await recorder.record([Message(TOOL_STARTED, tool_call_id=call.id, tool_call_name=call.name, turn=turn.id)])

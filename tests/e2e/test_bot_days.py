@@ -10,6 +10,7 @@ import re
 from iota import paths
 from tests.e2e.conftest import IOTA, READY
 from tests.e2e.test_tasks import settle
+from tests.e2e.test_chat import chat  # noqa: F401  (the fixture)
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
 
@@ -100,3 +101,28 @@ def test_the_meter_after_compact_counts_what_the_next_request_sends(iota, termin
     assert meter(screen) == compacted
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
+
+
+# -- 3. refusals before questions -----------------------------------------------------------------
+
+AGENT = "  coder:\n    mode: agent\n    model: m\n    tools:\n      code:\n"
+
+
+def test_an_edit_of_a_file_not_read_is_refused_without_asking(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    (iota.cwd / "app.py").write_text("greeting = 'hello'\n")
+    iota.write_config(AGENT)
+    iota.model.reply(tool_calls=[tool_call("edit_file", {"path": "app.py", "old_string": "'hello'",
+                                                         "new_string": "'goodbye'"})])
+    iota.model.reply(tool_calls=[tool_call("write_file", {"path": "app.py", "content": "x = 1\n"})])
+    iota.model.reply("I will read it first.")
+    screen = chat("run", "coder")
+    screen.type("say goodbye")
+    screen.send_keys("Enter")
+    shown = screen.wait_for("I will read it first.")
+    assert "wants to modify files" not in shown
+    assert "app.py has not been read in this session" in shown
+    results = [m for m in iota.model.requests[2].body["messages"] if m["role"] == "tool"]
+    assert [r["content"] for r in results] == [
+        "app.py has not been read in this session — read it with read_file before modifying it"] * 2
+    assert (iota.cwd / "app.py").read_text() == "greeting = 'hello'\n"
