@@ -268,6 +268,13 @@ class SlashCommands:
 
 
 @dataclass(frozen=True)
+class SessionSaved:
+    """`/save` made the chat a saved session: the last screen says how to continue it."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
 class Card:
     """The start-up card (reference §2.11): `ι> iota  v<version>`, the mode row, the directory,
     then one-line warnings in dim (`⚠ <warning>`)."""

@@ -29,6 +29,7 @@ No heavy imports here or in the widgets: the first screen must not wait for the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
@@ -39,7 +40,7 @@ import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status, TextDelta
+from actors.events import Ask, Card, Choose, Hint, RunInTerminal, SessionSaved, Status, TextDelta
 from ui import theme
 from ui.first_frame import take_typed_ahead
 from ui.frames import FramedLoop, Framer, arrivals
@@ -228,6 +229,10 @@ class ChatApp:
             framer.flush()
             if isinstance(event, RunInTerminal):
                 await self._hand_over(event)
+                continue
+            if isinstance(event, SessionSaved):  # nothing to draw: the farewell names the session
+                if self._card is not None:
+                    self._card = dataclasses.replace(self._card, session=f"session {event.session_id}")
                 continue
             self.layout.apply(event)
             if isinstance(event, Status):

@@ -10,7 +10,8 @@ import re
 from iota import paths
 from tests.e2e.conftest import IOTA, READY
 from tests.e2e.test_tasks import settle
-from tests.e2e.test_chat import chat  # noqa: F401  (the fixture)
+from tests.e2e.test_chat import chat, saved_records  # noqa: F401  (the fixture)
+from tests.e2e.test_chat_start import SHELL_PROMPT, run, shell
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
 
@@ -126,3 +127,23 @@ def test_an_edit_of_a_file_not_read_is_refused_without_asking(iota, chat):
     assert [r["content"] for r in results] == [
         "app.py has not been read in this session — read it with read_file before modifying it"] * 2
     assert (iota.cwd / "app.py").read_text() == "greeting = 'hello'\n"
+
+
+# -- 4. /save, then leave ----------------------------------------------------------------------------
+
+
+def test_save_then_leave_says_how_to_continue(iota, chat, tmp_path):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("Tea is ready.")
+    screen = shell(iota, chat, tmp_path)
+    run(screen, f"{IOTA} run chat --no-save")
+    screen.wait_for("not saved · /save keeps it")
+    run(screen, "make tea")
+    screen.wait_for("Tea is ready.")
+    run(screen, "/save")
+    screen.wait_for("Session saved: ")
+    screen.send_keys("C-d")
+    shown = screen.wait_for(re.compile(rf"Continue with: iota resume [0-9a-z]{{12}}\n{re.escape(SHELL_PROMPT)}"))
+    assert "This chat was not saved." not in shown
+    bundle, _ = saved_records()
+    assert f"iota resume {bundle.name}" in shown
