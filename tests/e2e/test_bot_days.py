@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import datetime
 
 
 from iota import paths
@@ -147,3 +149,37 @@ def test_save_then_leave_says_how_to_continue(iota, chat, tmp_path):
     assert "This chat was not saved." not in shown
     bundle, _ = saved_records()
     assert f"iota resume {bundle.name}" in shown
+
+
+# -- 5. schedules: the approved time, and a label on the reply --------------------------------------
+
+
+def test_a_schedule_stores_the_time_approved_and_its_reply_is_labelled(iota, terminal):
+    iota.write_config(BOT)
+    iota.model.reply(tool_calls=[tool_call("schedule", {"action": "create", "title": "Stretch",
+                                                        "prompt": "Remind me to stretch.",
+                                                        "timetable": "once in 4 seconds"})])
+    iota.model.reply("I will remind you.")
+    iota.model.reply("Time to stretch!")
+    screen = start(iota, terminal)
+    screen.type("remind me to stretch")
+    screen.send_keys("Enter")
+    asked = screen.wait_for('schedule wants to create "Stretch"')
+    approved = re.search(r"timetable: once (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", asked)[1]
+    # The person takes their time: the wall clock moves on by two whole seconds before the yes.
+    later = int(time.time()) + 2
+    while time.time() < later:
+        time.sleep(0.05)
+    screen.send_keys("Enter")
+    screen.wait_for("I will remind you.")
+    [stored] = [json.loads(line) for line in (paths.bots_dir() / "coder" / "schedules.jsonl").read_text().splitlines()]
+    assert datetime.fromisoformat(stored["next_run"]).strftime("%Y-%m-%d %H:%M:%S") == approved
+    shown = screen.wait_for("Time to stretch!", timeout=15)
+    assert re.search(r"⏰ Stretch\n(.*\n)*.*Time to stretch!", shown), shown
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    screen = start(iota, terminal)  # the bot reopened shows its history with the label
+    shown = screen.wait_for("Time to stretch!")
+    assert re.search(r"⏰ Stretch\n(.*\n)*.*Time to stretch!", shown), shown
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
