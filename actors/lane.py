@@ -49,10 +49,9 @@ import trio
 from actors.ask import needing_input
 # The jobs are the lane's vocabulary: the other actors import them from here.
 from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
-from actors.history import SessionHistory, call_command
+from actors.history import SessionHistory, tool_started
 from actors.notifier import HostLink
-from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted,
-                           TurnEnded, UserEcho)
+from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter, TokenCount
@@ -510,11 +509,11 @@ class _Observer:
 
     def on_tool_start(self, call: ToolCall, target: str) -> None:
         tool = self.lane.toolbox.get(call.name)
-        name = (tool.display_name if tool is not None else "") or call.name
-        self.lane.set_running(f"{name} {target}".strip())
         # A call that asks first shows its whole command in the question (and keeps it there, answered).
         asks = tool is not None and tool.approval(call.arguments) is not None
-        self.lane.emit(ToolStarted(call.id, name, target, "" if asks else call_command(call)))
+        started = tool_started(call, target, tool.display_name if tool is not None else "", asks=asks)
+        self.lane.set_running(f"{started.name} {started.target}".strip())
+        self.lane.emit(started)
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")

@@ -183,3 +183,38 @@ def test_a_schedule_stores_the_time_approved_and_its_reply_is_labelled(iota, ter
     assert re.search(r"⏰ Stretch\n(.*\n)*.*Time to stretch!", shown), shown
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
+
+
+# -- 6. resume draws what the live chat drew -------------------------------------------------------
+
+SMALL_BOT = "  coder:\n    mode: bot\n    model: m\n    context_window: 32k\n"
+PAST = 17_000  # input tokens past a 32k bot's threshold: the flush, then the compaction
+CALL_ROW = re.compile(r"^.*• tasks.*$", re.MULTILINE)
+
+
+def test_a_reopened_bot_draws_tool_calls_as_live_and_hides_the_flush_prompt(iota, terminal):
+    iota.write_config(SMALL_BOT)
+    iota.model.reply("Hello.")
+    iota.model.reply(tool_calls=[tool_call("tasks", {"action": "create", "title": "Tidy the docs",
+                                                     "steps": ["fix links"], "status": "backlog"})])
+    iota.model.reply("Parked it.", input_tokens=PAST)
+    iota.model.reply("Nothing to save.")  # the memory flush
+    iota.model.reply("Summary: a task was parked.")
+    screen = start(iota, terminal)
+    screen.type("hello")
+    screen.send_keys("Enter")
+    screen.wait_for("Hello.")
+    screen.type("park a task")
+    screen.send_keys("Enter")
+    live = screen.wait_for("Parked it.")
+    screen.wait_for("Context compacted → ", timeout=30)
+    [live_row] = CALL_ROW.findall(live)
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    screen = start(iota, terminal)
+    shown = screen.wait_for("Parked it.")
+    assert CALL_ROW.findall(shown) == [live_row], shown
+    assert '{"action"' not in shown
+    assert "The conversation is about to be compacted" not in shown
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
