@@ -97,7 +97,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     if upkeep is not None:
         commands["candidates"] = (CANDIDATES_HELP, upkeep.command)
     skills = SkillsWatcher(setup) if setup.mode in ("agent", "bot") and setup.agent.tools.skills else None
-    commands["help"] = (COMMANDS["help"][0], help_command(commands))
+    commands["help"] = (COMMANDS["help"][0], help_command(commands, setup.mode))
     card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings])
 
     def show_what_it_shows(lane: Lane) -> None:

@@ -218,3 +218,31 @@ def test_a_reopened_bot_draws_tool_calls_as_live_and_hides_the_flush_prompt(iota
     assert "The conversation is about to be compacted" not in shown
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
+
+
+# -- 7. /help lists what works where it is typed -----------------------------------------------------
+
+REFUSED_IN_A_BOT = ("/clear", "/new", "/save", "/rename", "/fork")
+
+
+def test_help_in_a_bot_lists_only_what_a_bot_does_and_agent_help_mentions_bots(iota, terminal):
+    iota.write_config(BOT + AGENT.replace("coder", "helper"))
+    screen = start(iota, terminal)
+    screen.type("/help")
+    screen.send_keys("Enter")
+    shown = screen.wait_for("/tasks")
+    listed = re.findall(r"^\s*│?\s*(/\w+)\s", shown, re.MULTILINE)
+    assert "/help" in listed and "/compact" in listed
+    assert not set(REFUSED_IN_A_BOT) & set(listed), listed
+    screen.type("/clear")  # typed all the same, it still says why not
+    screen.send_keys("Enter")
+    screen.wait_for("a bot keeps one conversation that never ends")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    screen = start(iota, terminal, name="helper")
+    screen.type("/help")
+    screen.send_keys("Enter")
+    shown = screen.wait_for("Bots: an agent with `mode: bot`")
+    assert "/clear" in shown and "/save" in shown
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
