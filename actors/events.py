@@ -288,3 +288,5 @@ class Card:
     agent: str = ""                 # the agent's name, first on the mode row
     loaded: tuple[str, ...] = ()    # what agent mode loaded: `2 AGENTS.md`, `3 skills`, `MCP: time`
     fresh: bool = False             # a new conversation (/clear, /session): the transcript starts over
+    about: tuple[str, ...] = ()     # a bot's: memory size, open task, next schedule; last activity
+    hint: str = ""                  # the keys to start with: `/help · Ctrl+O output · Ctrl+C stop`

@@ -246,3 +246,42 @@ def test_help_in_a_bot_lists_only_what_a_bot_does_and_agent_help_mentions_bots(i
     assert "/clear" in shown and "/save" in shown
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
+
+
+# -- 8. the start card of a bot --------------------------------------------------------------------
+
+
+def test_a_bots_card_says_its_memory_task_schedule_and_last_activity_with_a_hint(iota, terminal):
+    from datetime import timezone
+
+    from iota.bots.schedules import ScheduleBook
+    from iota.bots.tasks import TaskBook
+
+    iota.write_config(BOT)
+    iota.model.reply("Hello.")
+    screen = start(iota, terminal)
+    card = screen.capture()
+    assert "/help · Ctrl+O output · Ctrl+C stop" in card
+    assert "no open task · no schedule" in card and "last activity none yet" in card
+    screen.type("hello")
+    screen.send_keys("Enter")
+    screen.wait_for("Hello.")
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+    bot_dir = paths.bots_dir() / "coder"
+    tasks_book = TaskBook(bot_dir)
+    tasks_book.create("Tidy the docs", ["fix links", "spell check"], "in_progress")
+    [task] = tasks_book.load()
+    tasks_book.update_step(task.id, 1, "blocked", note="which links?")  # nothing runs by itself
+    schedules = ScheduleBook(bot_dir, timezone.utc)
+    schedules.create(schedules.plan("Stretch", "Remind me to stretch.", "daily 09:00", "UTC"))
+    memory = (bot_dir / "MEMORY.md").stat().st_size
+    screen = start(iota, terminal)
+    card = screen.capture()
+    size = f"{memory} B" if memory < 1024 else f"{memory / 1024:.1f} KB"
+    assert re.search(rf"│ memory {re.escape(size)} · task Tidy the docs · step 1/2 blocked · fix links · "
+                     r"next ⏰ Stretch \w{3} \d{4}-\d\d-\d\d 09:00", card), card
+    assert re.search(r"│ last activity \d{4}-\d\d-\d\d \d\d:\d\d", card), card
+    assert "│ /help · Ctrl+O output · Ctrl+C stop" in card
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
