@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from iota.providers.base import RetryWait
 from iota.tools.ask import Question
 from iota.tools.job_view import JobPage
 
@@ -179,6 +180,9 @@ class Status:
     # Why records shown are not on disk yet (`disk full`), "" when everything is: the row says
     # `not saved: disk full` until a write succeeds again.
     unsaved: str = ""
+    # A provider's wait before it tries again, shown in `running`: the row counts it down from
+    # `running_since` (`retrying in 8 s` … `retrying in 1 s`) instead of counting up.
+    retry: RetryWait | None = None
 
 
 @dataclass(frozen=True)

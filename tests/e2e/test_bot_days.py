@@ -285,3 +285,20 @@ def test_a_bots_card_says_its_memory_task_schedule_and_last_activity_with_a_hint
     assert "│ /help · Ctrl+O output · Ctrl+C stop" in card
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
+
+
+# -- 9. small ones ---------------------------------------------------------------------------------
+
+
+def test_the_retry_wait_counts_down(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.fail(529, retry_after_ms=4000, message="Overloaded")
+    iota.model.reply("Here now.")
+    screen = chat("run", "chat")
+    screen.type("hello")
+    screen.send_keys("Enter")
+    first = screen.wait_for("retrying in 4 s (HTTP 529, attempt 2/5)")
+    later = screen.wait_for("retrying in 2 s (HTTP 529, attempt 2/5)")
+    assert "retrying in 4 s" not in later
+    assert re.search(r"retrying in 4 s \(HTTP 529, attempt 2/5\)$", first, re.MULTILINE)  # no clock counting up
+    screen.wait_for("Here now.")
