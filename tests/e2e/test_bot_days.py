@@ -302,3 +302,39 @@ def test_the_retry_wait_counts_down(iota, chat):
     assert "retrying in 4 s" not in later
     assert re.search(r"retrying in 4 s \(HTTP 529, attempt 2/5\)$", first, re.MULTILINE)  # no clock counting up
     screen.wait_for("Here now.")
+
+
+def test_iota_search_wording_and_marks(iota, chat, tmp_path):
+    from iota.bots.bot import open_bot
+    from iota.bots.journal import Journal, bot_sources
+    from iota.config.settings import AgentConfig, Config, ModelConfig, ProviderConfig, resolve_model
+    from iota.sessions.bundle import Session
+    from tests.support.turns import write_turn
+
+    chat_session = Session.create(paths.sessions_dir(), provider="fake", model="m", agent="default")
+    write_turn(chat_session, "is the light green yet", reply="Use **tabs**, not spaces.")
+    chat_session.close()
+    entry = AgentConfig(name="coder", mode="bot", model="m")
+    config = Config(providers={"local": ProviderConfig(name="local", type="openai")},
+                    models={"m": ModelConfig(name="m", provider="local", id="m-1")}, agents={"coder": entry})
+    bot_start = open_bot("coder", model=resolve_model(config, entry), project_root=iota.cwd)
+    write_turn(bot_start.session, "I drink green tea in the morning", reply="Noted: green tea.")
+    journal = Journal.open(bot_start.dir, bot_sources(bot_start.dir))
+    journal.catch_up()
+    journal.close()
+    bot_start.close()
+
+    screen = shell(iota, chat, tmp_path, cols=120, rows=40)
+
+    def search(*words: str) -> str:
+        run(screen, "clear")
+        screen.wait_for(re.compile(rf"\A{re.escape(SHELL_PROMPT)}\s*\Z"))
+        run(screen, f"NO_COLOR=1 {IOTA} search {' '.join(words)}")
+        return screen.wait_for(re.compile(rf"iota (resume|run) .*\n{re.escape(SHELL_PROMPT)}"))
+
+    shown = search("green", "tea")
+    assert "**green** **tea**" in shown, shown
+    assert "has every word" not in shown, shown  # a record has both: no "these have some of them"
+    assert "is the light" not in shown, shown  # the records with only one word are left out
+    shown = search("tabs")
+    assert "Use **tabs**, not spaces." in shown and "****" not in shown, shown
