@@ -338,3 +338,17 @@ def test_iota_search_wording_and_marks(iota, chat, tmp_path):
     assert "is the light" not in shown, shown  # the records with only one word are left out
     shown = search("tabs")
     assert "Use **tabs**, not spaces." in shown and "****" not in shown, shown
+
+
+def test_esc_on_send_as_a_message_clears_the_composer(iota, chat):
+    iota.write_config("  chat: {model: m}\n")
+    iota.model.reply("Fine.")
+    screen = chat("run", "chat")
+    screen.type("/wat now")
+    screen.send_keys("Enter")
+    screen.wait_for("/wat is not a command — send it as a message?")
+    screen.send_keys("Escape")
+    screen.wait_for(re.compile(r"^❯ *$", re.MULTILINE))  # the composer is empty again
+    screen.type("/status")  # the next command is typed alone, not appended to the old text
+    shown = screen.wait_for(re.compile(r"^❯ /status *$", re.MULTILINE))
+    assert "/wat now/status" not in shown
