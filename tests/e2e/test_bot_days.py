@@ -352,3 +352,60 @@ def test_esc_on_send_as_a_message_clears_the_composer(iota, chat):
     screen.type("/status")  # the next command is typed alone, not appended to the old text
     shown = screen.wait_for(re.compile(r"^❯ /status *$", re.MULTILINE))
     assert "/wat now/status" not in shown
+
+
+# -- 10. keys typed before the chat is drawn ---------------------------------------------------------
+
+
+def test_keys_typed_on_the_first_frame_are_edited_there_and_enter_sends(iota, terminal, tmp_path):
+    from tests.e2e.test_chat_early_keys import alternate_screen_on, composer_holding, held_at_the_first_frame
+
+    release, screen = held_at_the_first_frame(iota, terminal, tmp_path, typed_first="helo")
+    iota.model.reply("Hi there.")
+    screen.send_keys("BSpace")
+    screen.type("lo wrold")
+    screen.send_keys("BSpace", "BSpace", "BSpace", "BSpace")
+    screen.type("orld")
+    screen.send_keys("Up", "Left")  # no `^[[A` echoed: keys that do not edit the line are let go
+    shown = screen.wait_for(composer_holding("hello world"))
+    assert "^[" not in shown and alternate_screen_on(screen)
+    screen.send_keys("Enter")  # sent once the chat is up, not a new line in the composer
+    screen.wait_for(composer_holding(""))
+    release.touch()
+    shown = screen.wait_for("Hi there.")
+    assert "❯ hello world" in shown
+    assert iota.model.requests[0].body["messages"][-1]["content"] == "hello world"
+    screen.wait_for(composer_holding(""))
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
+
+
+def test_ctrl_c_on_the_first_frame_stops_iota_and_gives_the_terminal_back(iota, terminal, tmp_path):
+    from tests.e2e.test_chat_early_keys import alternate_screen_on, held_at_the_first_frame
+
+    _, screen = held_at_the_first_frame(iota, terminal, tmp_path, typed_first="oops")
+    screen.send_keys("C-c")
+    assert screen.wait_for_exit() == 130
+    assert not alternate_screen_on(screen)
+
+
+def test_a_paste_on_the_first_frame_is_still_one_paste(iota, terminal, tmp_path):
+    from tests.e2e.test_chat_early_keys import PANE, composer_holding, held_at_the_first_frame
+
+    release, screen = held_at_the_first_frame(iota, terminal, tmp_path, typed_first="Why?")
+    screen.type(" ")
+    iota.model.reply("Read the log.")
+    pasted = "".join(f"log line {n}\n" for n in range(1, 301))
+    (tmp_path / "paste.txt").write_text(pasted)
+    screen._tmux("load-buffer", "-b", "log", str(tmp_path / "paste.txt"))
+    screen._tmux("paste-buffer", "-p", "-b", "log", "-t", PANE)
+    screen.type(" Thanks.")
+    screen.wait_for(composer_holding("Why? [Pasted text +300 lines] Thanks."))  # as the chat will show it
+    release.touch()
+    screen.wait_for("❯ Why? [Pasted text #1 +300 lines] Thanks.")
+    screen.send_keys("Enter")
+    screen.wait_for("Read the log.")
+    sent = [m["content"] for m in iota.model.requests[0].body["messages"] if m["role"] == "user"]
+    assert sent == [f"Why? {pasted} Thanks."]
+    screen.send_keys("C-d")
+    assert screen.wait_for_exit() == 0
