@@ -11,7 +11,10 @@ and Ctrl+C, approvals, compaction and the host's states work as for a typed turn
 stops when a step is blocked, when the task is done or parked in the backlog, when the person
 types (their turn runs first; once it ends cleanly the work goes on, and the count starts
 again), on Ctrl+C (it waits for the person's next message), on a failed turn, and after
-`auto_continue:` turns in a row (default 10; 0 turns it off). The host shows the bot working the
+`auto_continue:` turns in a row (default 10; 0 turns it off) — and, before that backstop, after
+two continuations in a row that leave the task exactly as it was (no step or task changed): the
+task is then marked paused in its file, so a restart does not continue it either, until the
+person says so (a typed message, or `/tasks` → resume). The host shows the bot working the
 whole while: the lane goes idle and pings only when no quiet turn is queued.
 
 The tasks in progress are sent with every message too (a hidden notice just before it, so it
@@ -29,6 +32,8 @@ from iota.messages import USER, Message
 from iota.errors import ToolError
 
 CONTINUE = "continue"
+RESUME_HINT = "Type anything (or /tasks → resume) to go on"
+STALLED_LIMIT = 2  # continuations in a row that change nothing, then the task is paused
 
 
 class AutoContinue:
@@ -38,6 +43,8 @@ class AutoContinue:
         self.streak = 0             # continuation turns since the person last typed
         self._queued_at = 0         # the lane's count of Ctrl+C when the continuation was queued
         self._said: set[str] = set()  # warnings and blocked steps already told, not told again
+        self.stalled = 0            # continuations in a row that left their task as it was
+        self._continued: tuple[str, tuple] | None = None  # the task a continuation works on, as it was
         self._lane: Lane | None = None
 
     # -- the lane's hooks --
@@ -46,6 +53,9 @@ class AutoContinue:
         """At start: show the open tasks, and pick up a runnable one where it left off."""
         self._lane = lane
         tasks = self.load(lane)
+        for paused in tasks:
+            if paused.paused and paused.status == IN_PROGRESS:
+                lane.notice(f"Task {go_quote(paused.title)} is paused ({paused.paused}). {RESUME_HINT}")
         task = next_runnable(tasks)
         if task is not None and self.limit:
             step = task.current
@@ -57,12 +67,17 @@ class AutoContinue:
         progress go with it. Runs after the other hooks, so a compaction they make comes first."""
         if not user.hidden:
             self.streak = 0
+            self.stalled = 0
+            for title in self._resume_paused(lane):
+                lane.notice(f"Task {go_quote(title)} resumed")
         block = open_tasks_block(self.load(lane))
         if block:
             await lane.keep([Message(USER, content=block, notice=True, hidden=True)])
 
     async def after_turn(self, lane: Lane) -> None:
         tasks = self.load(lane)
+        if self._judge_progress(lane, tasks):
+            tasks = self.load(lane)
         task = next_runnable(tasks)
         if task is None:
             self._tell_blocked(lane, tasks)
@@ -78,6 +93,12 @@ class AutoContinue:
             lane.notice(f"Paused after {self.limit} turns in a row on task {go_quote(task.title)} "
                         f"(auto_continue: {self.limit}): type anything to go on")
         else:
+            self._queue(lane)
+
+    def resumed(self, lane: Lane) -> None:
+        """The person resumed a paused task from /tasks: the work goes on, the count afresh."""
+        self.streak = self.stalled = 0
+        if self.limit and next_runnable(self.load(lane)) is not None:
             self._queue(lane)
 
     # -- the continuation --
@@ -98,7 +119,43 @@ class AutoContinue:
         if task is None:
             return
         self.streak += 1
+        self._continued = (task.id, task.progress_mark())
         await lane.quiet_turn(nudge(task, self.streak, self.limit))
+
+    def _judge_progress(self, lane: Lane, tasks: list[Task]) -> bool:
+        """After a continuation: a turn that ended cleanly and left its task as it was counts as
+        no progress; two in a row pause the task (in its file) with a notice naming the step.
+        True when it paused one."""
+        if self._continued is None:
+            return False
+        task_id, before = self._continued
+        self._continued = None
+        task = next((task for task in tasks if task.id == task_id), None)
+        turn = lane.last_turn
+        if task is None or turn is None or turn.interrupted or task.progress_mark() != before:
+            self.stalled = 0
+            return False
+        self.stalled += 1
+        if self.stalled < STALLED_LIMIT or not task.runnable:
+            return False
+        self.stalled = 0
+        step = task.current
+        where = f"step {task.steps.index(step) + 1} of {len(task.steps)}, {go_quote(step.title)}"
+        try:
+            self.book.pause(task.id, f"no progress on {where}")
+        except ToolError as error:
+            lane.notice(str(error), warning=True)
+            return False
+        lane.notice(f"Task {go_quote(task.title)} paused: {STALLED_LIMIT} turns by itself made no progress "
+                    f"on {where}. {RESUME_HINT}")
+        return True
+
+    def _resume_paused(self, lane: Lane) -> list[str]:
+        try:
+            return self.book.resume_all()
+        except ToolError as error:
+            self._tell_once(lane, str(error))
+            return []
 
     # -- the tasks, read and shown --
 

@@ -13,7 +13,7 @@ Schedules run in the agent's `timezone:` (an IANA name), else the machine's zone
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -22,14 +22,18 @@ from actors.auto_continue import AutoContinue
 from actors.lane import Lane
 from actors.scheduler import Scheduler
 from iota.bots.notes import NotesLibrary
-from iota.bots.schedules import ScheduleBook
-from iota.bots.tasks import TaskBook
+from iota.bots.schedules import ACTIVE, ScheduleBook, shown
+from iota.bots.tasks import TaskBook, card_lines
+from iota.errors import ToolError
 from iota.zones import local_zone, zone_named
 from iota.chat import ChatSetup
 from iota.messages import Message
 from iota.tools.notes import NotesTool
 from iota.tools.schedule import ScheduleTool
+from iota.tools.code.shared import byte_count
 from iota.tools.tasks import TasksTool
+
+SEPARATOR = " · "
 
 
 @dataclass
@@ -42,6 +46,31 @@ class BotWork:
     actors: list[Callable] = field(default_factory=list)
     commands: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    tasks: TaskBook | None = None
+    schedules: ScheduleBook | None = None
+
+    def card_rows(self, memory_bytes: int, last_activity: datetime | None) -> tuple[str, ...]:
+        """What the start card says of the bot: `memory 1.2 KB · task "Tidy" step 1/2 · next
+        ⏰ Stretch Tue 09:00`, then `last activity …`. A file that cannot be read says nothing
+        here (the chat says why once it runs)."""
+        facts = [f"memory {byte_count(memory_bytes)}"]
+        try:
+            open_tasks = card_lines(self.tasks.load()) if self.tasks is not None else ()
+        except ToolError:
+            open_tasks = ()
+        facts.append(f"task {open_tasks[0]}" if open_tasks else "no open task")
+        try:
+            upcoming = [s for s in self.schedules.load() if s.status == ACTIVE and s.next_run is not None] \
+                if self.schedules is not None else []
+        except ToolError:
+            upcoming = []
+        if upcoming:
+            first = min(upcoming, key=lambda s: s.next_run.timestamp())
+            facts.append(f"next ⏰ {first.title} {shown(first.next_run, self.schedules.zone_of(first))}")
+        else:
+            facts.append("no schedule")
+        when = last_activity.astimezone().strftime("%Y-%m-%d %H:%M") if last_activity else "none yet"
+        return (SEPARATOR.join(facts), f"last activity {when}")
 
 
 def open_bot_work(setup: ChatSetup, bot_dir: Path) -> BotWork:
@@ -72,11 +101,13 @@ def open_bot_work(setup: ChatSetup, bot_dir: Path) -> BotWork:
         on_start=[auto_continue.start],
         actors=[scheduler.run],
         commands={
-            "tasks": ("what the bot is working on; delete a backlog task, stop a running one",
-                      work_commands.tasks_command(tasks, auto_continue.load)),
+            "tasks": ("what the bot is working on; resume a paused task, delete a backlog one, stop one",
+                      work_commands.tasks_command(tasks, auto_continue.load, auto_continue.resumed)),
             "schedules": ("the bot's schedules and their next runs; pause, resume or delete one",
                           work_commands.schedules_command(schedules, scheduler.wake)),
             "notes": ("the documents the bot keeps", work_commands.notes_command(notes)),
         },
         warnings=warnings,
+        tasks=tasks,
+        schedules=schedules,
     )

@@ -12,6 +12,8 @@ message and the rest of the tail. A failed compaction leaves the conversation as
 
 from __future__ import annotations
 
+import dataclasses
+
 import enum
 from typing import Callable
 
@@ -98,8 +100,9 @@ async def _apply(lane: Lane, compacted: Compacted) -> None:
         await trio.to_thread.run_sync(conversation.apply_compaction, compacted.record, compacted.messages)
     for condensed in lane.on_compacted:
         condensed(split.middle if split is not None else [])
-    lane.meter.reseed(conversation.messages, overhead=compaction.message_tokens(
-        [Message(SYSTEM, content=lane.setup.system_prompt())]))
+    # What the next request sends: the summary and the kept tail, and the system prompt (memory
+    # and all) and the tools' definitions, as a restart counts them.
+    lane.meter.reseed(conversation.messages, overhead=lane.request_overhead())
     lane.show_status()
 
 
@@ -166,7 +169,8 @@ class BotCompactor:
     async def _flush(self, lane: Lane, argument: str) -> None:
         self.flush_queued = False
         lane.notice(compaction.FLUSH_TRANSCRIPT_LINE)
-        request = notice(compaction.flush_notice(self.memory.current().body))
+        # For the model alone, like the auto-continue nudge: a resumed chat does not show it.
+        request = dataclasses.replace(notice(compaction.flush_notice(self.memory.current().body)), hidden=True)
         # A flush that fails calls nobody back and sets no error state (the seed's "sends no
         # notification"): the compaction runs anyway, and its own failures raise the alarm.
         with lane.labelled(FLUSH_STATUS):

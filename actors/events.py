@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from iota.providers.base import RetryWait
 from iota.tools.ask import Question
 from iota.tools.job_view import JobPage
 
@@ -179,6 +180,9 @@ class Status:
     # Why records shown are not on disk yet (`disk full`), "" when everything is: the row says
     # `not saved: disk full` until a write succeeds again.
     unsaved: str = ""
+    # A provider's wait before it tries again, shown in `running`: the row counts it down from
+    # `running_since` (`retrying in 8 s` … `retrying in 1 s`) instead of counting up.
+    retry: RetryWait | None = None
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,13 @@ class SlashCommands:
 
 
 @dataclass(frozen=True)
+class SessionSaved:
+    """`/save` made the chat a saved session: the last screen says how to continue it."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
 class Card:
     """The start-up card (reference §2.11): `ι> iota  v<version>`, the mode row, the directory,
     then one-line warnings in dim (`⚠ <warning>`)."""
@@ -281,3 +292,5 @@ class Card:
     agent: str = ""                 # the agent's name, first on the mode row
     loaded: tuple[str, ...] = ()    # what agent mode loaded: `2 AGENTS.md`, `3 skills`, `MCP: time`
     fresh: bool = False             # a new conversation (/clear, /session): the transcript starts over
+    about: tuple[str, ...] = ()     # a bot's: memory size, open task, next schedule; last activity
+    hint: str = ""                  # the keys to start with: `/help · Ctrl+O output · Ctrl+C stop`

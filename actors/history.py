@@ -11,7 +11,6 @@ summary-preambled message the model is sent); what iota wrote for the model alon
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import trio
@@ -21,12 +20,15 @@ from actors.events import (Compaction, Notice, Older, TextDelta, ToolEnded, Tool
 from iota.messages import ASSISTANT, COMPACTION, TOOL, USER, Message, ToolCall
 from iota.attachments import attached_line
 from iota.sessions.history import LogHistory
+from iota.memory.document import go_quote
 from iota.sessions.log import LOG_NAME
 
 # Records per page: a screen or two of a typical conversation.
 PAGE_RECORDS = 40
 # The arguments that name what a call acts on, most telling first.
 TARGET_ARGUMENTS = ("command", "path", "pattern", "url", "skill", "query", "name")
+# What an `action` call (tasks, schedule, notes, …) is about, after its action.
+ABOUT_ARGUMENTS = ("title", "task", "schedule", "note", "name", "query")
 TARGET_COLUMNS = 64
 
 
@@ -58,6 +60,7 @@ def history_events(records: list[Message]) -> list:
     """The transcript events that show `records` as they happened."""
     events: list = []
     names: dict[str, str] = {}
+    targets = {record.tool_call_id: record.target for record in records if record.role == TOOL and record.target}
     for record in records:
         if record.hidden:  # what iota wrote for the model alone: a schedule's trigger, a nudge
             continue
@@ -71,7 +74,7 @@ def history_events(records: list[Message]) -> list:
                 events.append(TurnEnded(interrupted=record.interrupted))
             for call in record.tool_calls:
                 names[call.id] = call.name
-                events.append(ToolStarted(call.id, shown_name(call.name), call_target(call), call_command(call)))
+                events.append(tool_started(call, targets.get(call.id, "")))
         elif record.role == TOOL:
             name = shown_name(record.tool_call_name or names.get(record.tool_call_id, ""))
             events.append(ToolEnded(record.tool_call_id, name, record.content, None, record.is_error))
@@ -88,13 +91,28 @@ def shown_name(name: str) -> str:
     return name
 
 
+def tool_started(call: ToolCall, target: str, display_name: str = "", *, asks: bool = False) -> ToolStarted:
+    """How a call is drawn, live and in a resumed history alike: its name as the transcript gives
+    it, what it acts on (the tool's `target`, kept with its result in the log; else read from the
+    arguments) and its command unless a question showed it."""
+    return ToolStarted(call.id, display_name or shown_name(call.name), target or call_target(call),
+                       "" if asks else call_command(call))
+
+
 def call_target(call: ToolCall) -> str:
-    """What a call acted on, in one short line: its command, path or pattern, else its arguments."""
+    """What a call acted on, in one short line: its command, path or pattern, or its action and
+    what that is about (`create "Stretch"`); never its raw arguments."""
+    arguments = call.arguments
+    action = arguments.get("action")
+    if isinstance(action, str) and action.strip():
+        about = next((arguments[key] for key in ABOUT_ARGUMENTS
+                      if isinstance(arguments.get(key), str) and arguments[key].strip()), "")
+        return _short(f"{action.strip()} {go_quote(about.strip())}" if about else action.strip())
     for key in TARGET_ARGUMENTS:
-        value = call.arguments.get(key)
+        value = arguments.get(key)
         if isinstance(value, str) and value.strip():
             return _short(value.strip())
-    return _short(json.dumps(call.arguments, ensure_ascii=False)) if call.arguments else ""
+    return ""
 
 
 def call_command(call: ToolCall) -> str:

@@ -49,10 +49,9 @@ import trio
 from actors.ask import needing_input
 # The jobs are the lane's vocabulary: the other actors import them from here.
 from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
-from actors.history import SessionHistory, call_command
+from actors.history import SessionHistory, tool_started
 from actors.notifier import HostLink
-from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolStarted,
-                           TurnEnded, UserEcho)
+from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, TurnEnded, UserEcho)
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter, TokenCount
@@ -60,7 +59,7 @@ from iota.sessions.conversation import Conversation, notice
 from iota.errors import ContextTooLong, IotaError, MetaNotSaved, SessionError
 from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TOOL, TURN_END, USER, Message, ToolCall
 from iota.hosts import PingKind, State
-from iota.providers.base import retry_listener
+from iota.providers.base import RetryWait, retry_listener
 from iota.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
 from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
@@ -98,6 +97,7 @@ class Lane:
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""
+        self._retry: RetryWait | None = None  # the provider's wait now shown, counted down on the row
         self._running_since: float | None = None
         self._label = ""  # while set, what runs is shown as part of it (`labelled`)
         # A new conversation's meter weighs the system prompt and the tools from the first screen.
@@ -222,7 +222,7 @@ class Lane:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         # A provider's wait before a retry shows on the status row: `retrying in 2 s (HTTP 529, …)`.
-        retry_listener.set(lambda wait: self.set_running(str(wait)))
+        retry_listener.set(self._retrying)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._retry_saves)
             task_status.started()
@@ -428,9 +428,16 @@ class Lane:
     def notice(self, text: str, *, warning: bool = False) -> None:
         self.emit(Notice(text, warning=warning))
 
+    def _retrying(self, wait: RetryWait) -> None:
+        """A provider waits before trying again: the status row counts the wait down."""
+        self._retry = wait
+        self.set_running(str(wait))
+
     def set_running(self, label: str) -> None:
         if label and self._label and not label.startswith(self._label):
             label = f"{self._label} · {label}"
+        if self._retry is not None and not label.endswith(str(self._retry)):
+            self._retry = None  # the wait is over: something else runs
         if label != self._running:
             self._running = label
             self._running_since = trio.current_time() if label else None
@@ -455,7 +462,8 @@ class Lane:
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
                          queued=self.inbox.queued(), queued_messages=messages,
                          held=self.inbox.held and bool(messages) and not self.busy,
-                         jobs=self._jobs_running(), debug=self.setup.debug.on, unsaved=self._unsaved_reason))
+                         jobs=self._jobs_running(), debug=self.setup.debug.on, unsaved=self._unsaved_reason,
+                         retry=self._retry))
 
     def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
         """The background jobs for the status row, their start on trio's clock (theirs is monotonic)."""
@@ -510,11 +518,11 @@ class _Observer:
 
     def on_tool_start(self, call: ToolCall, target: str) -> None:
         tool = self.lane.toolbox.get(call.name)
-        name = (tool.display_name if tool is not None else "") or call.name
-        self.lane.set_running(f"{name} {target}".strip())
         # A call that asks first shows its whole command in the question (and keeps it there, answered).
         asks = tool is not None and tool.approval(call.arguments) is not None
-        self.lane.emit(ToolStarted(call.id, name, target, "" if asks else call_command(call)))
+        started = tool_started(call, target, tool.display_name if tool is not None else "", asks=asks)
+        self.lane.set_running(f"{started.name} {started.target}".strip())
+        self.lane.emit(started)
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")

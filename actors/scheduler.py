@@ -2,8 +2,8 @@
 
     schedules.jsonl ──► scheduler ── sleeps until the earliest next_run (or a change) ──►
         due: QuietTurn("schedule …") at the end of the lane ──► a turn like a typed one, its
-        trigger (`Scheduled: <title> (<timetable>)` and the prompt) hidden, its reply shown,
-        the host pinged when it ends
+        trigger (`Scheduled: <title> (<timetable>)` and the prompt) hidden, its reply shown
+        under a `⏰ <title>` label, the host pinged when it ends
 
 It never calls the model: a run is an ordinary lane job, so one that comes due while the bot
 compacts, waits for an approval or answers the person waits its turn, and Ctrl+C stops it like
@@ -33,6 +33,7 @@ from actors.lane import Lane, QuietTurn
 from iota.bots.schedules import ACTIVE, PAUSED, Schedule, ScheduleBook, shown
 from iota.memory.document import go_quote
 from iota.errors import ToolError
+from iota.sessions.conversation import notice
 
 WALL_CLOCK_RECHECK = 600.0  # seconds
 
@@ -107,6 +108,11 @@ class Scheduler:
             current = next((s for s in self.book.load() if s.id == schedule.id), None)
             if current is None or current.status == PAUSED:
                 return
+            # The reply is labelled with the schedule that fired: a notice on screen and in the
+            # log, so a resumed chat shows it above the reply as the live one did.
+            label = f"⏰ {current.title}"
+            lane.notice(label)
+            await lane.keep([notice(label)])
             await lane.quiet_turn(current.trigger(missed=missed))
         except ToolError as error:
             lane.notice(f"schedule {go_quote(schedule.title)} did not run: {error}", warning=True)

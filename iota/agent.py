@@ -265,9 +265,13 @@ def _is_reader(call: ToolCall, toolbox: Toolbox) -> bool:
 async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: Approvals, observer: TurnObserver,
                     recorder: TurnRecorder, results: dict[str, Message]) -> None:
     tool = toolbox.get(call.name)
-    observer.on_tool_start(call, tool.target(call.arguments) if tool else "")
+    target = tool.target(call.arguments) if tool else ""
+    observer.on_tool_start(call, target)
     request = tool.approval_request(call.arguments) if tool else None
-    refusal = await approvals.check(request) if request else None
+    # A call that would be refused is refused before anyone is asked.
+    refusal = toolbox.preflight(call.name, call.arguments) if request else None
+    if refusal is None and request:
+        refusal = await approvals.check(request)
     result = refusal
     if result is None:
         await recorder.record([Message(TOOL_STARTED, tool_call_id=call.id, tool_call_name=call.name, turn=turn.id)])
@@ -275,7 +279,7 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
             result = await toolbox.call(call.name, call.arguments)
         if scope.cancelled_caught:
             result = ToolResult(CANCELLED_RESULT, is_error=True)
-    message = Message(TOOL, content=result.content, tool_call_id=call.id, tool_call_name=call.name,
+    message = Message(TOOL, content=result.content, tool_call_id=call.id, tool_call_name=call.name, target=target,
                       is_error=result.is_error, turn=turn.id, mounted_tools=_mounts(toolbox))
     await recorder.record([message])
     results[call.id] = message

@@ -116,6 +116,9 @@ class Message:
     outcome: str = ""                 # turn_end: failed | cancelled | interrupted ("" finished)
     rewound_to: int | None = None     # rewind: the byte offset of the first record undone
     attachments: list[Attachment] = field(default_factory=list)
+    # On a tool result: what the transcript showed the call acting on (`Tool.target`), so a
+    # resumed chat draws the call exactly as the live one did. Never sent to a model.
+    target: str = ""
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"role": self.role}
@@ -125,7 +128,7 @@ class Message:
             record["reasoning"] = self.reasoning
         if self.tool_calls:
             record["tool_calls"] = [call.to_record() for call in self.tool_calls]
-        for key in ("tool_call_id", "tool_call_name", "is_error", "interrupted", "notice"):
+        for key in ("tool_call_id", "tool_call_name", "target", "is_error", "interrupted", "notice"):
             value = getattr(self, key)
             if value:
                 record[key] = value
@@ -179,6 +182,7 @@ class Message:
             tool_calls=[ToolCall.from_record(c) for c in calls if isinstance(c, dict)],
             tool_call_id=text("tool_call_id"),
             tool_call_name=text("tool_call_name"),
+            target=text("target"),
             is_error=flag("is_error"),
             interrupted=flag("interrupted"),
             notice=flag("notice"),

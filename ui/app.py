@@ -29,17 +29,19 @@ No heavy imports here or in the widgets: the first screen must not wait for the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
 import termios
+from collections.abc import Callable
 from contextlib import suppress
 
 import trio
 import urwid
 from urwid.display import escape
 
-from actors.events import Ask, Card, Choose, Hint, RunInTerminal, Status, TextDelta
+from actors.events import Ask, Card, Choose, Hint, RunInTerminal, SessionSaved, Status, TextDelta
 from ui import theme
 from ui.first_frame import take_typed_ahead
 from ui.frames import FramedLoop, Framer, arrivals
@@ -81,17 +83,21 @@ class ChatTerminal(urwid.display.raw.Screen):
     back the terminal attributes it saved before this start.
     """
 
-    def __init__(self, *args: object, typed_ahead: bytes = b"", **kwargs: object) -> None:
-        """`typed_ahead`: keys read before this screen existed (by ui.first_frame), handed to
-        urwid first."""
+    def __init__(self, *args: object, typed_ahead: bytes | Callable[[], bytes] = b"", **kwargs: object) -> None:
+        """`typed_ahead`: keys read before this screen existed, handed to urwid first — or the
+        first frame's `take_over`, called as the screen starts (ui.first_frame)."""
         kwargs.setdefault("bracketed_paste_mode", True)
         super().__init__(*args, **kwargs)
         self._gatherer = InputGatherer()
         self._gather_alarm = None
-        self._typed_ahead = typed_ahead  # and what is read at the start, before urwid takes the terminal
+        self._typed_ahead = b"" if callable(typed_ahead) else typed_ahead
+        self._take_over = typed_ahead if callable(typed_ahead) else None
 
     def _start(self, *args: object, **kwargs: object) -> None:
         fd = self._input_fileno()
+        if self._take_over is not None:  # the first frame stops reading keys, and hands them over
+            self._typed_ahead += self._take_over()
+            self._take_over = None
         # urwid's start switches the terminal to cbreak mode the way `tty.setcbreak` does by
         # default, flushing what was typed and not yet read: the keys typed since `iota` was
         # launched. They are read first, and handed to urwid once it reads keys (hook_event_loop).
@@ -170,7 +176,8 @@ class ChatApp:
     """
 
     def __init__(self, *, home: str | None = None, no_color: bool | None = None,
-                 screen: urwid.display.raw.Screen | None = None, typed_ahead: bytes = b""):
+                 screen: urwid.display.raw.Screen | None = None,
+                 typed_ahead: bytes | Callable[[], bytes] = b""):
         self._no_color = theme.no_color_requested(os.environ) if no_color is None else no_color
         self._screen = screen
         self._typed_ahead = typed_ahead
@@ -228,6 +235,10 @@ class ChatApp:
             framer.flush()
             if isinstance(event, RunInTerminal):
                 await self._hand_over(event)
+                continue
+            if isinstance(event, SessionSaved):  # nothing to draw: the farewell names the session
+                if self._card is not None:
+                    self._card = dataclasses.replace(self._card, session=f"session {event.session_id}")
                 continue
             self.layout.apply(event)
             if isinstance(event, Status):

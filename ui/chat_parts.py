@@ -41,6 +41,7 @@ from iota.prompt import agents_files
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, list_sessions, lock_bundle
+from iota.sessions.log import LOG_NAME
 from iota.sessions.tree import tree_choices
 from iota.bots.candidates import CandidateBook, end_of_log
 from iota.tools.recall import Recall
@@ -49,6 +50,9 @@ from iota.tools.remember_candidates import CandidateActions
 from iota.tools.skill_write import SkillTool
 from iota.skills import bot_skills_dir
 from ui.commands.resumed import resumed_session
+
+# The card's last row in a bot: the keys to start with, as other terminal agents show them.
+BOT_HINT = "/help · Ctrl+O output · Ctrl+C stop"
 
 # Asks the person to pick one of the options (None: Esc); the resume picker's way to the face.
 # Its optional third argument, one text per option, makes it a list the person filters by typing.
@@ -97,8 +101,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     if upkeep is not None:
         commands["candidates"] = (CANDIDATES_HELP, upkeep.command)
     skills = SkillsWatcher(setup) if setup.mode in ("agent", "bot") and setup.agent.tools.skills else None
-    commands["help"] = (COMMANDS["help"][0], help_command(commands))
-    card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings])
+    commands["help"] = (COMMANDS["help"][0], help_command(commands, setup.mode))
+    card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings], chat.about)
 
     def show_what_it_shows(lane: Lane) -> None:
         lane.card, lane.history = card, chat.history
@@ -139,6 +143,7 @@ class _Opened:
     journal: JournalKeeper | None = None  # a bot's journal, unless `journal: false`
     upkeep: Upkeep | None = None          # a bot's wrapping up after turns (and its candidates)
     history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
+    about: tuple[str, ...] = ()            # a bot's rows on the card (BotWork.card_rows)
 
     @property
     def bot(self) -> bool:
@@ -189,6 +194,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     setup.extra_tools.extend(work.tools)
     warnings += work.warnings
     opening, history = ([], None) if start.created else resume_opening(session, conversation)
+    about = work.card_rows(_size(memory.main.path), None if start.created else _last_write(session.dir / LOG_NAME))
     records = [notice(text) for text in start.notices]
     change = bots.system_record_change(session.view.messages, setup.instructions)
     if change is not None:
@@ -203,7 +209,23 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
     journal = _open_journal(setup, start, cleanup, warnings)
     upkeep = Upkeep(setup, memory, remember, candidates, skill, journal, watcher.refresh_memory)
-    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep, history)
+    return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep, history,
+                   about)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _last_write(log: Path) -> datetime | None:
+    """When the bot's log was last written: its last activity, read before this start adds to it."""
+    try:
+        return datetime.fromtimestamp(log.stat().st_mtime).astimezone()
+    except OSError:
+        return None
 
 
 def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
@@ -289,10 +311,12 @@ def _log_warnings(chat: _Opened) -> list[str]:
     return list(session.view.warnings) if session is not None and session.on_disk else []
 
 
-def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str]) -> Card:
+def _card(setup: ChatSetup, session_label: str, host: str | None, warnings: list[str],
+          about: tuple[str, ...] = ()) -> Card:
     directory = str(setup.project_root if setup.mode in ("agent", "bot") else setup.cwd)
     return Card(version=__version__, mode=setup.mode, session=session_label, host=host, directory=directory,
-                warnings=(*setup.warnings, *warnings), agent=setup.agent.name, loaded=_loaded(setup))
+                warnings=(*setup.warnings, *warnings), agent=setup.agent.name, loaded=_loaded(setup),
+                about=about, hint=BOT_HINT if setup.mode == "bot" else "")
 
 
 def _loaded(setup: ChatSetup) -> tuple[str, ...]:

@@ -4,13 +4,14 @@ Python takes a quarter of a second or more to import what urwid's screen needs, 
 should not look at their shell meanwhile. So once the checks that need no screen have passed,
 iota switches to the alternate screen and draws where urwid's first frame will draw them the
 card's mark and `starting…`, and at the bottom the composer's prompt between its two rules,
-with the cursor in the composer after what was typed since the launch (read, and kept in
-`typed`). The terminal's modes are left as they are: it still edits a line and echoes it, so
-what the person types shows in the composer at once. urwid's screen takes all of it over (it is
-given `typed`, and ui.app.ChatTerminal reads what was typed since) and draws everything again.
+with the cursor in the composer after what was typed since the launch. From then on the keys are
+read in raw mode and the line is edited by iota itself (ui.early_keys), with bracketed paste on,
+so Enter sends, Backspace works and arrows do not echo as `^[[A` even before urwid is imported.
+urwid's screen takes all of it over — it calls `take_over` as it starts, and reads first the
+text and each Enter typed — and draws everything again.
 
     frame = FirstFrame.draw(version)     # None when stdout is not a terminal
-    ChatApp(typed_ahead=frame.typed)
+    ChatApp(typed_ahead=frame.take_over)
     ... the chat, whose urwid screen takes the alternate screen over (and leaves it)
     frame.close(taken=…)                 # leaves the alternate screen unless urwid took it (once)
 
@@ -27,10 +28,14 @@ import sys
 import termios
 from contextlib import suppress
 
+from ui.early_keys import EarlyKeys
+
 MARK = "ι> iota"
 ENTER_ALTERNATE_SCREEN = "\x1b[?1049h"
 LEAVE_ALTERNATE_SCREEN = "\x1b[?1049l"
 CLEAR = "\x1b[H\x1b[2J"
+BRACKETED_PASTE_ON, BRACKETED_PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
+ERASE_TO_END_OF_LINE = "\x1b[K"
 PROMPT = "❯ "
 # Where urwid's layout puts them: the card's rows inside its frame ("│ " before each), and the
 # composer above its rule and the status row, the last rows of the screen.
@@ -64,42 +69,59 @@ def position(row: int, column: int) -> str:
 
 
 class FirstFrame:
-    def __init__(self, typed: bytes) -> None:
-        self.typed = typed
+    def __init__(self, keys: EarlyKeys | None) -> None:
+        self._keys = keys
         self._closed = False
         self._signals = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
 
     @classmethod
     def draw(cls, version: str) -> FirstFrame | None:
         """Draw the frame on the terminal stdout is (None, drawing nothing, when it is not one)."""
+        out = sys.stdout.fileno()
         try:
-            columns, rows = os.get_terminal_size(sys.stdout.fileno())
+            columns, rows = os.get_terminal_size(out)
         except OSError:
             return None
-        typed = take_typed_ahead(sys.stdin.fileno()) if os.isatty(sys.stdin.fileno()) else b""
-        shown = "".join(char for char in typed.decode("utf-8", "replace") if char.isprintable())
-        rule = "─" * columns
+        stdin = sys.stdin.fileno()
         composer = rows - COMPOSER_FROM_BOTTOM
-        frame = (ENTER_ALTERNATE_SCREEN + CLEAR
+
+        def draw_line(shown: str) -> None:
+            os.write(out, (position(composer, 1) + PROMPT + shown[-(columns - len(PROMPT) - 1):]
+                           + ERASE_TO_END_OF_LINE).encode())
+
+        keys = EarlyKeys(stdin, draw_line, take_typed_ahead(stdin)) if os.isatty(stdin) else None
+        rule = "─" * columns
+        frame = (ENTER_ALTERNATE_SCREEN + BRACKETED_PASTE_ON + CLEAR
                  + position(CARD_ROW, CARD_COLUMN) + f"{MARK}  v{version}"
                  + position(CARD_ROW + 1, CARD_COLUMN) + "starting…"
-                 + position(composer - 1, 1) + rule + position(composer + 1, 1) + rule
-                 + position(composer, 1) + PROMPT + shown[:columns - len(PROMPT) - 1])
-        os.write(sys.stdout.fileno(), frame.encode())
-        return cls(typed)
+                 + position(composer - 1, 1) + rule + position(composer + 1, 1) + rule)
+        os.write(out, frame.encode())
+        draw_line(keys.editor.shown if keys is not None else "")
+        if keys is not None:
+            keys.start()
+        return cls(keys)
+
+    def take_over(self) -> bytes:
+        """urwid's screen starts: the keys stop being read here, the terminal is as it was, and
+        what was typed (the text, and each Enter) is returned for urwid to read first."""
+        keys, self._keys = self._keys, None
+        return keys.take_over() if keys is not None else b""
 
     def close(self, *, taken: bool) -> None:
-        """Put the signals back; leave the alternate screen unless urwid's screen `taken` it
-        (urwid has left it then, and leaving it twice would move the cursor back). The first
-        close counts: the chat closes it knowing whether its screen came up, and the start
-        closes it if the chat never got that far."""
+        """Put the signals back (and the terminal, if urwid never took it over); leave the
+        alternate screen unless urwid's screen `taken` it (urwid has left it then, and leaving it
+        twice would move the cursor back). The first close counts: the chat closes it knowing
+        whether its screen came up, and the start closes it if the chat never got that far."""
         if self._closed:
             return
         self._closed = True
+        if self._keys is not None:
+            self._keys.stop()
+            self._keys = None
         for number, handler in self._signals.items():
             signal.signal(number, handler)
         if not taken:
-            os.write(sys.stdout.fileno(), LEAVE_ALTERNATE_SCREEN.encode())
+            os.write(sys.stdout.fileno(), (BRACKETED_PASTE_OFF + LEAVE_ALTERNATE_SCREEN).encode())
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -129,3 +129,9 @@ def paste_text(data: bytes) -> str:
     """A paste's bytes as composer text: line breaks as `\\n`, other control characters dropped."""
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", text)
+
+
+def paste_size(text: str) -> str:
+    """How a paste's placeholder measures it: `+300 lines`, or `42 chars` for one line."""
+    lines = text.count("\n") + (not text.endswith("\n"))
+    return f"+{lines} lines" if lines > 1 else f"{len(text)} chars"

@@ -24,7 +24,7 @@ from actors.commands.file import FILE_HELP, attach_file
 from actors.commands.jobs import JOBS_HELP, show_jobs
 from actors.commands.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.commands.skill import show_skills
-from actors.events import ComposerText, Notice, Panel, TurnEnded
+from actors.events import ComposerText, Notice, Panel, SessionSaved, TurnEnded
 from actors.commands.conversation import clear, show_session
 from actors.commands.help import help_command
 from actors.history import SessionHistory
@@ -78,6 +78,7 @@ async def save(lane: Lane, title: str) -> None:
         return
     lane.notice(f"Session saved: {session.id} — auto-saving from now on.")
     lane.report_session()
+    lane.emit(SessionSaved(session.id))
 
 
 async def export(lane: Lane, argument: str) -> None:

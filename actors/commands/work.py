@@ -1,7 +1,8 @@
 """A bot's `/tasks`, `/schedules` and `/notes`: what it is working on, when it will run by
 itself, and the documents it keeps — and the person's way to change the first two.
 
-    /tasks       backlog, in progress (and queued), finished; delete a backlog task, stop a running one
+    /tasks       backlog, in progress (and queued), finished; delete a backlog task, stop a running one,
+                 resume one auto-continue paused for want of progress
     /schedules   each schedule with its next run; pause, resume or delete one
     /notes       each note: name, title, summary, last change, and where its file is
 
@@ -25,7 +26,7 @@ def task_panel(tasks: Sequence[Task]) -> str:
     def row(task: Task) -> str:
         step = task.current if task.status != DONE else None
         at = f" · step {task.steps.index(step) + 1}/{len(task.steps)} {step.title}" if step is not None else ""
-        queued = " (queued)" if task.status == PENDING else ""
+        queued = " (queued)" if task.status == PENDING else " (paused)" if task.paused else ""
         return f"  {task.title}{queued} — {task.finished_steps} of {len(task.steps)} steps finished{at}"
 
     columns = (("Backlog", (BACKLOG,)), ("In progress", (IN_PROGRESS, PENDING)), ("Finished", (DONE,)))
@@ -37,7 +38,9 @@ def task_panel(tasks: Sequence[Task]) -> str:
     return "\n".join(lines)
 
 
-def tasks_command(book: TaskBook, changed: Callable[[Lane], None]):
+def tasks_command(book: TaskBook, changed: Callable[[Lane], None], resumed: Callable[[Lane], None]):
+    """`changed`: the tasks file changed (the rows above the composer follow); `resumed`: a paused
+    task may go on now (auto-continue queues it)."""
     async def body(lane: Lane, argument: str) -> None:
         try:
             tasks = book.load()
@@ -47,8 +50,10 @@ def tasks_command(book: TaskBook, changed: Callable[[Lane], None]):
         lane.emit(Panel("Tasks", task_panel(tasks)))
         backlog = [task for task in tasks if task.status == BACKLOG]
         running = [task for task in tasks if task.status in (IN_PROGRESS, PENDING)]
+        paused = [task for task in running if task.paused]
         actions = [(label, chosen, change) for label, chosen, change in (
-            ("Delete a backlog task", backlog, book.delete), ("Stop a running task", running, book.stop)) if chosen]
+            ("Resume a paused task", paused, book.resume), ("Delete a backlog task", backlog, book.delete),
+            ("Stop a running task", running, book.stop)) if chosen]
         if not actions:
             return
         action = await lane.ask("Change a task?", tuple(label for label, _, _ in actions))
@@ -61,6 +66,8 @@ def tasks_command(book: TaskBook, changed: Callable[[Lane], None]):
             return
         _done(lane, lambda: change(chosen[index].id))
         changed(lane)
+        if change == book.resume:
+            resumed(lane)
     return body
 
 

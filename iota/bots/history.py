@@ -73,11 +73,15 @@ def search_history(query: str, *, limit: int, since: int | None = None, agent: s
                       False))
     finally:
         index.close()
+    # Where any source has records with every word, the others' records with only some of them
+    # are left out: "no session has every word" is said only when none has.
+    every_word = [(each, bot) for each, bot in found if each.hits and not each.any_word]
+    found = every_word or found
     hits = [HistoryHit(hit, bot) for each, bot in found for hit in each.hits]
     hits.sort(key=lambda h: (h.hit.at or 0, h.hit.position), reverse=True)
     history.hits = hits[:limit]
     history.more = len(hits) > limit or any(each.more for each, _ in found)
-    history.any_word = any(each.any_word for each, _ in found)
+    history.any_word = not every_word and any(each.any_word for each, _ in found)
     return history
 
 

@@ -78,6 +78,7 @@ class Task:
     steps: list[Step] = field(default_factory=list)
     created: str = ""
     updated: str = ""
+    paused: str = ""  # why auto-continue stopped on it by itself (no progress); the person resumes it
 
     @property
     def finished_steps(self) -> int:
@@ -96,8 +97,13 @@ class Task:
 
     @property
     def runnable(self) -> bool:
-        """In progress, with a step to do and none blocked: the bot may go on with it by itself."""
-        return self.status == IN_PROGRESS and self.blocked is None and self.current is not None
+        """In progress, with a step to do, none blocked and not paused: the bot may go on with it by itself."""
+        return self.status == IN_PROGRESS and self.blocked is None and self.current is not None and not self.paused
+
+    def progress_mark(self) -> tuple:
+        """What changes when work is done on the task: its status, steps and their notes (not the
+        time stamps, which a no-op update touches too)."""
+        return (self.title, self.status, tuple((s.n, s.title, s.status, s.note) for s in self.steps))
 
     def step(self, number: object) -> Step:
         if isinstance(number, bool) or not isinstance(number, int):
@@ -109,9 +115,12 @@ class Task:
         raise ToolError(f"task {go_quote(self.title)} has no step {number} (its steps: {numbers})")
 
     def to_record(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "status": self.status,
-                "steps": [step.to_record() for step in self.steps], "created": self.created,
-                "updated": self.updated}
+        record = {"id": self.id, "title": self.title, "status": self.status,
+                  "steps": [step.to_record() for step in self.steps], "created": self.created,
+                  "updated": self.updated}
+        if self.paused:
+            record["paused"] = self.paused
+        return record
 
 
 def decode_task(record: dict) -> Task:
@@ -137,7 +146,7 @@ def decode_task(record: dict) -> Task:
             raise ValueError(f"unknown step status {go_quote(step_status)}")
         steps.append(Step(raw["n"], text(raw, "title"), step_status, text(raw, "note", required=False)))
     return Task(text(record, "id"), text(record, "title"), status, steps, text(record, "created", False),
-                text(record, "updated", False))
+                text(record, "updated", False), text(record, "paused", False))
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -248,6 +257,36 @@ class TaskBook:
                 raise ToolError(f"task {go_quote(task.title)} is {words(task.status)}; only a backlog task is deleted")
             tasks.remove(task)
             return f"Deleted task {go_quote(task.title)}."
+        return self.change(edit)
+
+    def pause(self, reference: object, reason: str) -> str:
+        """Auto-continue's: the task is not continued by itself (here or after a restart) until the
+        person resumes it, by typing or from /tasks."""
+        def edit(tasks: list[Task]) -> str:
+            task = find_task(tasks, reference)
+            task.paused = reason
+            return f"Paused task {go_quote(task.title)}."
+        return self.change(edit)
+
+    def resume(self, reference: object) -> str:
+        """The person's: a task paused for want of progress may be continued by itself again."""
+        def edit(tasks: list[Task]) -> str:
+            task = find_task(tasks, reference)
+            if not task.paused:
+                raise ToolError(f"task {go_quote(task.title)} is not paused")
+            task.paused = ""
+            return f"Resumed task {go_quote(task.title)}."
+        return self.change(edit)
+
+    def resume_all(self) -> list[str]:
+        """The person typed: every paused task may go on; the titles of those resumed."""
+        def edit(tasks: list[Task]) -> list[str]:
+            resumed = [task for task in tasks if task.paused]
+            for task in resumed:
+                task.paused = ""
+            return [task.title for task in resumed]
+        if not any(task.paused for task in self.load()):
+            return []  # nothing to change: the file is not rewritten on every message
         return self.change(edit)
 
     def stop(self, reference: object) -> str:
@@ -373,7 +412,7 @@ def card_lines(tasks: Sequence[Task]) -> tuple[str, ...]:
             continue
         step = task.current
         where = (f"step {task.steps.index(step) + 1}/{len(task.steps)}" if step else "no open step")
-        state = " blocked" if step is not None and step.status == BLOCKED else ""
+        state = " blocked" if step is not None and step.status == BLOCKED else " paused" if task.paused else ""
         rows.append(f"{task.title} · {where}{state}" + (f" · {step.title}" if step else ""))
     return tuple(rows)
 

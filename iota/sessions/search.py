@@ -141,6 +141,9 @@ def snippets(index: SearchIndex, expression: str, texts: list[str], marks: tuple
     """For each text, the stretch around what `expression` matches in it, the matches marked."""
     if not texts:
         return []
+    # A text that holds the marks already (a reply's Markdown `**bold**`) would mark its words
+    # twice (`****tabs****`) and show marks where nothing matched: they go before cutting.
+    texts = [text.replace(marks[0], "").replace(marks[1], "") for text in texts]
 
     def cut(db: sqlite3.Connection) -> dict[int, str]:
         db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_text USING fts5 (text, tokenize='porter unicode61')")

@@ -64,6 +64,12 @@ class Tool:
         """The label to ask about (`edit_file src/a.py`) when this call needs a yes, else None."""
         return None
 
+    def preflight(self, args: dict[str, Any]) -> None:
+        """Every check of this call that needs no one (the path, the file's existence and size,
+        read before edit): raise ToolError when the call would be refused. It runs before the
+        approval question, so a call that would be refused is refused without asking; `run`
+        checks again all the same, since the file may change while the person decides."""
+
     def approval_detail(self, args: dict[str, Any]) -> str:
         """The whole of what a yes approves, shown before the person decides: the full command
         line, the diff of an edit, the content of a new file. "" when the label says it all."""
@@ -131,6 +137,18 @@ class Toolbox:
         """Schemas loaded since the last call that go into the history rather than the tools
         array (iota.mcp.defer, `system-tools` mode); usually none."""
         return self.deferral.take_mounts() if self.deferral is not None else []
+
+    def preflight(self, name: str, args: dict[str, Any]) -> ToolResult | None:
+        """The error result of a call its tool would refuse (`Tool.preflight`), else None."""
+        tool = self._tools.get(name)
+        try:
+            if tool is not None:
+                tool.preflight(args)
+        except ToolError as error:
+            return ToolResult(str(error), is_error=True)
+        except Exception:  # noqa: BLE001 — a check's own bug: the call is asked about and run, as before
+            return None
+        return None
 
     async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         """Run a tool; every failure comes back as an error result."""

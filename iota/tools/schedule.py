@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from iota.bots.schedules import ScheduleBook, find_schedule
+from iota.bots.schedules import Schedule, ScheduleBook, find_schedule
 from iota.bots.timetables import TIMETABLE_FORMS
 from iota.memory.document import go_quote
 from iota.tools.base import ApprovalRequest, Tool, ToolResult
@@ -53,6 +53,10 @@ class ScheduleTool(Tool):
     def __init__(self, book: ScheduleBook, on_change: Callable[[], None] = lambda: None):
         self.book = book
         self.on_change = on_change  # wakes the scheduler, which sleeps until the next run
+        # The schedule the person was last shown for a create (the call's arguments, the plan):
+        # a yes stores that plan, so "in 45 seconds" runs at the time approved, not 45 seconds
+        # after the person answered.
+        self._asked: tuple[str, Schedule] | None = None
 
     def target(self, args: dict[str, Any]) -> str:
         action = args.get("action") if isinstance(args.get("action"), str) else ""
@@ -73,9 +77,12 @@ class ScheduleTool(Tool):
                 return None
         except ToolError:
             return None
+        grant = json.dumps(args, sort_keys=True, default=str)
+        if action == "create":
+            self._asked = (grant, schedule)
         return ApprovalRequest(self.name, self.name, self.book.approval_detail(schedule),
                                action=f"{action} {go_quote(schedule.title)} ({schedule.timetable.words})",
-                               grant=json.dumps(args, sort_keys=True, default=str), ask_every_time=True)
+                               grant=grant, ask_every_time=True)
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         action = args.get("action")
@@ -83,8 +90,12 @@ class ScheduleTool(Tool):
         if action == "list":
             return ToolResult(book.listing())
         if action == "create":
-            result = book.create(book.plan(args.get("title"), args.get("prompt"), args.get("timetable"),
-                                           args.get("timezone")))
+            asked, self._asked = self._asked, None
+            if asked is not None and asked[0] == json.dumps(args, sort_keys=True, default=str):
+                planned = asked[1]
+            else:
+                planned = book.plan(args.get("title"), args.get("prompt"), args.get("timetable"), args.get("timezone"))
+            result = book.create(planned)
         elif action == "pause":
             result = book.pause(args.get("schedule"))
         elif action == "resume":

@@ -207,16 +207,33 @@ async def test_a_resumed_chat_does_not_echo_what_iota_wrote_for_the_model(open_w
 
 
 async def test_it_stops_after_auto_continue_turns_in_a_row_and_says_so(open_worker, fake_model, tmp_path):
-    for _ in range(3):
-        fake_model.reply("Still working.")
     async with open_worker(auto_continue=2) as worker:
         worker.book.create("Long job", [f"step {n}" for n in range(1, 9)])
+        [task] = worker.book.load()
+        fake_model.reply("Still working.")
+        for step in (1, 2):  # each continuation moves the task on: only the backstop stops it
+            fake_model.reply(tool_calls=[step_done(task.id, step)])
+            fake_model.reply(f"Step {step} done.")
         worker.lane.submit(UserMessage("go"))
         await worker.settled()
-    assert len(fake_model.requests) == 3  # the typed turn and two more
-    assert 'turn 2 of at most 2 in a row' in last_user(fake_model.requests[2])
+    assert len(fake_model.requests) == 5  # the typed turn and two more of two requests each
+    assert 'turn 2 of at most 2 in a row' in last_user(fake_model.requests[3])
     assert worker.notices()[-1] == ('Paused after 2 turns in a row on task "Long job" (auto_continue: 2): '
                                     "type anything to go on")
+
+
+async def test_two_continuations_without_progress_pause_the_task_in_its_file(open_worker, fake_model, tmp_path):
+    for _ in range(3):
+        fake_model.reply("Still working.")
+    async with open_worker(auto_continue=10) as worker:
+        worker.book.create("Long job", ["a", "b"])
+        worker.lane.submit(UserMessage("go"))
+        await worker.settled()
+        [task] = worker.book.load()
+    assert len(fake_model.requests) == 3  # the typed turn and two that changed nothing
+    assert worker.notices()[-1] == ('Task "Long job" paused: 2 turns by itself made no progress on step 1 of 2, '
+                                    '"a". Type anything (or /tasks → resume) to go on')
+    assert task.paused and not task.runnable
 
 
 async def test_auto_continue_zero_never_continues(open_worker, fake_model, tmp_path):

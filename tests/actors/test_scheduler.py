@@ -42,12 +42,13 @@ class Run:
 
 @dataclass
 class StandInLane:
-    """What the scheduler needs of the lane: submit, notice, quiet_turn. Jobs run one at a time."""
+    """What the scheduler needs of the lane: submit, notice, keep, quiet_turn. Jobs run one at a time."""
 
     wall: WallClock
     turn_seconds: float = 0.0
     runs: list[Run] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the records it would log (a run's `⏰` label)
     inbox: Inbox = field(default_factory=Inbox)
 
     def submit(self, job: QuietTurn) -> None:
@@ -55,6 +56,9 @@ class StandInLane:
 
     def notice(self, text: str, *, warning: bool = False) -> None:
         self.notices.append(text)
+
+    async def keep(self, records) -> None:
+        self.kept += [record.content for record in records]
 
     async def quiet_turn(self, text: str) -> None:
         self.runs.append(Run(self.wall(), text))
@@ -102,7 +106,7 @@ async def test_a_daily_run_lands_on_its_wall_clock_time_across_the_spring_change
     await open_scheduler(book, lane, 3.5 * 86400)
     assert instants(lane) == ["2026-03-28T02:30:00+01:00", "2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"]
     assert lane.runs[0].text == "Scheduled: Backup (daily 02:30)\n\ndo Backup"
-    assert lane.notices == []  # nothing was a catch-up
+    assert lane.notices == lane.kept == ["⏰ Backup"] * 3  # each run labelled; nothing was a catch-up
 
 
 async def test_the_repeated_hour_of_the_autumn_change(tmp_path, open_scheduler, autojump_clock):
@@ -136,7 +140,7 @@ async def test_a_bot_away_for_three_days_catches_up_once_and_says_so(tmp_path, o
     lane.wall.start += timedelta(days=3)  # the bot was not running for three days
     await open_scheduler(book, lane, 30 * 60)
     assert len(lane.runs) == 2  # one catch-up each, not 72 and 3
-    assert lane.notices == [
+    assert [text for text in lane.notices if not text.startswith("⏰")] == [
         'Catching up: schedule "Hourly check" (hourly) was due Mon 2026-11-16 11:00 while the bot was not running; '
         "it runs once now",
         'Catching up: schedule "Later" (daily 23:00) was due Mon 2026-11-16 23:00 while the bot was not running; '

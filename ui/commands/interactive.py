@@ -31,7 +31,7 @@ from ui.first_frame import FirstFrame
 
 def run_interactive(args: argparse.Namespace, frame: FirstFrame | None) -> int:
     """The chat, on the terminal `frame` (ui.first_frame) was drawn on."""
-    app = ChatApp(typed_ahead=frame.typed if frame is not None else b"")
+    app = ChatApp(typed_ahead=frame.take_over if frame is not None else b"")
     try:
         return trio.run(_draw_then_run, args, app)
     finally:

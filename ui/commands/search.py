@@ -51,7 +51,7 @@ def search_command(args: argparse.Namespace) -> int:
         print(f'No matches for "{query}".')
         return EXIT_OK
     if history.any_word:
-        print(f'No session has every word of "{query}"; these have some of them:\n')
+        print(f'No record has every word of "{query}"; these have some of them:\n')
     for found in history.hits:
         hit = found.hit
         who = f"{hit.agent} (bot)" if found.bot else hit.agent or "(no agent)"

@@ -113,6 +113,9 @@ def card_lines(card: Card, width: int, home: str | None) -> list[Line]:
     rows = [mark, mode, directory]
     if card.loaded:
         rows.append([("dim", truncate_middle(SEPARATOR.join(card.loaded), directory_columns))])
+    rows += [[(None, truncate_middle(about, directory_columns))] for about in card.about]
+    if card.hint:
+        rows.append([("dim", truncate_middle(card.hint, directory_columns))])
     warnings: list[Line] = [[("dim", f"⚠ {warning}")] for warning in card.warnings]
     if not framed:
         return rows + warnings

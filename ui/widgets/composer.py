@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import urwid
 
+from ui.paste import paste_size
+
 NEWLINE_KEYS = frozenset({"ctrl j", "meta enter", "shift enter", "ctrl enter"})
 KEY_ALIASES = {"ctrl a": "home", "ctrl e": "end", "ctrl d": "delete"}
 PASTE_INLINE_LINES = 3
@@ -38,9 +40,7 @@ class Paste(str):
 
 
 def placeholder(number: int, text: str) -> str:
-    lines = text.count("\n") + (not text.endswith("\n"))
-    size = f"+{lines} lines" if lines > 1 else f"{len(text)} chars"
-    return f"[Pasted text #{number} {size}]"
+    return f"[Pasted text #{number} {paste_size(text)}]"
 
 
 class SlashSuggestions(urwid.WidgetWrap):

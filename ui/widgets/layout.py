@@ -315,6 +315,11 @@ class ChatLayout(urwid.WidgetWrap):
         self._on_input(Submit(text))
 
     def _send_as_message(self, text: str, answer: int | None) -> None:
+        """Send: it goes as a message. Edit it: it stays to be changed. Esc: the person let it go,
+        so it goes from the composer too — else the next command typed is appended to it."""
         if answer == 0:
             self.composer.set_draft("")
             self._send(text)
+        elif answer is None:
+            self.composer.set_draft("")
+            self._arrange_bottom()

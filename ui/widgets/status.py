@@ -14,6 +14,8 @@ A hint (`Press Ctrl+C again to exit`) takes the row's place until the app clears
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 
 import urwid
@@ -32,7 +34,12 @@ def context_text(status: Status) -> str:
 def status_segments(status: Status, now: float) -> list[tuple[str, str]]:
     """The row's segments as (attribute, text), in order; `now` is on the clock `running_since` is."""
     segments = [("status", status.model), ("status", context_text(status))]
-    if status.running:
+    if status.running and status.retry is not None and status.running_since is not None:
+        # A wait before a retry counts down to its next attempt rather than up.
+        left = max(0, math.ceil(status.retry.seconds - (now - status.running_since)))
+        running = status.running.replace(str(status.retry), str(dataclasses.replace(status.retry, seconds=left)))
+        segments.append(("status_running", escape_controls(running)))
+    elif status.running:
         segments.append(("status_running", escape_controls(status.running)))  # `shell <the model's command>`
         if status.running_since is not None:
             segments.append(("status_running", format_elapsed(now - status.running_since)))

@@ -64,6 +64,15 @@ class Writer(CodeTool):
         except ToolError as error:
             return f"[nothing to show: {error}]"
 
+    def preflight(self, args: dict[str, Any]) -> None:
+        """Refused before the question: a path outside the root or protected, and what the
+        writer's own checks refuse (`check_planned`)."""
+        if self.approval(args) is not None:
+            self.check_planned(self.writable_target(args), args)
+
+    def check_planned(self, target: Target, args: dict[str, Any]) -> None:
+        raise NotImplementedError
+
     def writable_target(self, args: dict[str, Any]) -> Target:
         target = self.code.locate(text_arg(args, "path"))
         self.code.refuse_protected(target)
@@ -115,14 +124,25 @@ class EditFile(Writer):
             display=unified_diff(shown, data.decode(errors="replace"), after),
         )
 
+    def check_planned(self, target: Target, args: dict[str, Any]) -> None:
+        """The file exists, was read (and not changed since), is not too large, and the edit applies."""
+        _edit_strings(args)
+        data, seen = self._read_current(target)
+        self.code.require_fresh_read(target, seen)
+        _edited(data, args, target.shown)
+
     def planned_diff(self, target: Target, args: dict[str, Any]) -> str:
+        data, _ = self._read_current(target)
+        updated, _, _ = _edited(data, args, target.shown)
+        return unified_diff(target.shown, data.decode(errors="replace"), updated.decode(errors="replace")) or ""
+
+    def _read_current(self, target: Target) -> tuple[bytes, os.stat_result]:
         try:
             data, seen = self.code.read(target, MAX_FILE_BYTES)
         except OSError as error:
             raise open_failure("edit", target.shown, error) from None
         _refuse_too_large(seen.st_size, target.shown)
-        updated, _, _ = _edited(data, args, target.shown)
-        return unified_diff(target.shown, data.decode(errors="replace"), updated.decode(errors="replace")) or ""
+        return data, seen
 
 
 def _edit_strings(args: dict[str, Any]) -> tuple[str, str]:
@@ -219,6 +239,17 @@ class WriteFile(Writer):
             ) from None
         except OSError as error:
             raise open_failure("write", target.shown, error) from None
+
+    def check_planned(self, target: Target, args: dict[str, Any]) -> None:
+        """The content is given; a file already there was read (and not changed since)."""
+        _content(args)
+        try:
+            _, seen = self.code.read(target, 0)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise open_failure("write", target.shown, error) from None
+        self.code.require_fresh_read(target, seen)
 
     def planned_diff(self, target: Target, args: dict[str, Any]) -> str:
         content = _content(args)
