@@ -5,8 +5,11 @@ one's journal and search index from its logs (iota.bots.journal), and a bot's pe
 in a file, out and in (iota.bots.portable: an import shows all it would add and asks first).
 
     Bots:
-      coder     m · 3h ago · 42 msgs (12.3 KiB) · memory 3.2 KiB · running (pid 4242)
+      coder     working · 12s · task "migrate db" 2/5 · pid 4242 · m · 42 msgs (12.3 KiB) · memory 3.2 KiB
       reviewer  m · not run yet
+
+A running bot's state comes from its state.json (iota.bots.state_file); one without a fresh state
+file (a bot from before state files, or just starting) says `running (pid N)`.
 """
 
 from __future__ import annotations
@@ -103,20 +106,25 @@ def import_bot(loaded, args: argparse.Namespace) -> int:
 
 def render_list(loaded) -> str:
     from iota.bots import roster
+    from iota.bots.state_file import read_state, state_line
     from iota.sessions.bundle import relative_time
 
     now = datetime.now().astimezone()
     rows = []
     for name in roster.bot_names(loaded):
         bot = roster.summarize(loaded, name)
-        details = [bot.model or "(no model)"]
+        state = read_state(bot.directory) if bot.running else None
+        details = [state_line(state, now), f"pid {state.pid}"] if state is not None else []
+        details.append(bot.model or "(no model)")
         if bot.session is None:
             details.append("not run yet")
+        elif state is not None:
+            details.append(f"{bot.messages} msgs ({_bytes(bot.log_size)})")
         else:
             details += [relative_time(bot.last_activity, now), f"{bot.messages} msgs ({_bytes(bot.log_size)})"]
         if bot.memory_size:
             details.append(f"memory {_bytes(bot.memory_size)}")
-        if bot.running:
+        if bot.running and state is None:
             details.append(f"running (pid {bot.pid})" if bot.pid is not None else "running")
         if not bot.configured:
             details.append("not in the config")
@@ -124,15 +132,19 @@ def render_list(loaded) -> str:
             details.append(f"⚠ {bot.problem}")
         rows.append((name, " · ".join(details)))
     if not rows:
-        return "No bots (a bot is an agents: entry with mode: bot)."
+        return NO_BOTS
     width = max(len(name) for name, _ in rows)
     return "\n".join(["Bots:", *(f"  {name.ljust(width)}  {details}" for name, details in rows)])
+
+
+NO_BOTS = "No bots yet. Make one with `iota bots new <name>`, then start it with `iota run <name>`."
 
 
 def render_show(loaded, name: str, cwd: Path) -> str:
     from iota import paths
     from iota.bots import roster
     from iota.bots.bot import bot_memory
+    from iota.bots.state_file import read_state, state_line
     from iota.config.inheritance import inherited_bots
     from iota.memory.report import describe
 
@@ -153,6 +165,9 @@ def render_show(loaded, name: str, cwd: Path) -> str:
         when = _local_time(bot.last_activity)
         session = f"{bot.session} · {bot.messages} msgs ({_bytes(bot.log_size)}) · last activity {when}"
     running = (f"pid {bot.pid}" if bot.pid is not None else "yes") if bot.running else "no"
+    state = read_state(bot.directory) if bot.running else None
+    if state is not None:
+        running += f" · {state_line(state)}"
     rows = [("config", config), ("directory", str(bot.directory)), ("session", session), ("running", running),
             ("files", ", ".join(roster.bot_files(bot.directory)) or "(none)")]
     if bot.problem:
