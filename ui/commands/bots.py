@@ -1,4 +1,4 @@
-"""`iota bots`, `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
+"""`iota bots`, `iota bots watch` (ui.commands.bots_watch), `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
 <name>`, `iota bots export <name> [FILE]`, `iota bots import FILE [--name NEW] [-y]`: the bots, one
 in detail with its memory as a chat here would send it, removing one (iota.bots.roster), rebuilding
 one's journal and search index from its logs (iota.bots.journal), and a bot's persona and skills
@@ -27,6 +27,7 @@ def add_bots_parser(commands: argparse._SubParsersAction) -> None:
     bots = commands.add_parser("bots", help="list the bots, show, remove, export or import one")
     bots.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
     actions = bots.add_subparsers(dest="action")
+    actions.add_parser("watch", help="a live screen of every bot's state; Enter goes to its tmux pane")
     show = actions.add_parser("show", help="a bot's files, memory layers and session")
     show.add_argument("name")
     remove = actions.add_parser("rm", help="remove a bot's directory and memory (asks first)")
@@ -50,6 +51,9 @@ def bots_command(args: argparse.Namespace) -> int:
     if args.action == "reindex":  # works from the bot's directory and logs: no config needed
         return reindex(args.name)
     loaded = load_config(args)
+    if args.action == "watch":
+        from ui.commands.bots_watch import watch
+        return watch(loaded)
     if args.action == "export":
         return export(loaded, args.name, args.file)
     if args.action == "import":
