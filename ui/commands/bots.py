@@ -1,4 +1,4 @@
-"""`iota bots`, `iota bots watch` (ui.commands.bots_watch), `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
+"""`iota bots`, `iota bots new <name>` (ui.commands.bots_new), `iota bots watch` (ui.commands.bots_watch), `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
 <name>`, `iota bots export <name> [FILE]`, `iota bots import FILE [--name NEW] [-y]`: the bots, one
 in detail with its memory as a chat here would send it, removing one (iota.bots.roster), rebuilding
 one's journal and search index from its logs (iota.bots.journal), and a bot's persona and skills
@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from iota.errors import EXIT_OK, BotError
+from ui.commands.bots_new import add_new_parser, new_bot
 from ui.commands.shared import load_config
 
 
@@ -27,6 +28,7 @@ def add_bots_parser(commands: argparse._SubParsersAction) -> None:
     bots = commands.add_parser("bots", help="list the bots, show, remove, export or import one")
     bots.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
     actions = bots.add_subparsers(dest="action")
+    add_new_parser(actions)
     actions.add_parser("watch", help="a live screen of every bot's state; Enter goes to its tmux pane")
     show = actions.add_parser("show", help="a bot's files, memory layers and session")
     show.add_argument("name")
@@ -50,7 +52,9 @@ def bots_command(args: argparse.Namespace) -> int:
 
     if args.action == "reindex":  # works from the bot's directory and logs: no config needed
         return reindex(args.name)
-    loaded = load_config(args)
+    loaded = load_config(args, write_starter=args.action == "new")
+    if args.action == "new":
+        return new_bot(loaded, args)
     if args.action == "watch":
         from ui.commands.bots_watch import watch
         return watch(loaded)
