@@ -33,6 +33,7 @@ from iota.bots.records import read_table
 from iota.bots.roster import lock_holder
 from iota.bots.schedules import ACTIVE, SCHEDULES_NAME, decode_schedule
 from iota.bots.tasks import IN_PROGRESS, TaskBook
+from iota.text import one_line
 
 STATE_NAME = "state.json"
 
@@ -108,13 +109,15 @@ def read_state(directory: Path) -> BotState | None:
 def _decode(record: object) -> BotState | None:
     if not isinstance(record, dict):
         return None
+    # Every text is made one plain line: the task's title is the model's, and `iota bots` and the
+    # watch print it to a terminal, where an escape sequence could retitle it or write the clipboard.
     pid = record.get("pid")
     texts = {key: record.get(key) for key in ("agent", "project", "state", "since")}
     if type(pid) is not int or not all(isinstance(value, str) for value in texts.values()):
         return None
-    optional = {key: value if isinstance(value := record.get(key), str) else None
+    optional = {key: one_line(value) if isinstance(value := record.get(key), str) else None
                 for key in ("task", "step", "next_schedule", "last_activity", "tmux_pane", "tmux_socket")}
-    return BotState(pid=pid, **texts, **optional)
+    return BotState(pid=pid, **{key: one_line(value) for key, value in texts.items()}, **optional)
 
 
 def seconds_since(stamp: str, now: datetime | None = None) -> float:
