@@ -25,7 +25,7 @@ from iota.compaction import summary as compaction
 from iota.compaction.summary import Compacted
 from iota.sessions.conversation import notice
 from iota.errors import IotaError
-from iota.hosts import PingKind
+from iota.hosts import PingKind, State
 from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.tools.base import Tool, Toolbox
@@ -74,6 +74,7 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
     lane.set_running(compaction.COMPACTING)
     count = (conversation.session.conversation_count if conversation.session is not None
              else sum(1 for m in conversation.messages if m.role != SYSTEM))
+    lane.host.state(State.COMPACTING)  # the pane title and state.json say so; back to working after
     try:
         compacted = await compaction.compact(lane.setup.provider(), lane.setup.model.id, conversation.messages,
                                              count, hint=hint, bot_memory=bot_memory, flush_saved=flush_saved,
@@ -81,6 +82,8 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
     except IotaError as error:  # CompactionFailed, or the provider's own error
         lane.notice(compaction.failed_line(error), warning=True)
         return Outcome.FAILED, str(error)
+    finally:
+        lane.host.state(State.BUSY)
     if compacted is None:
         if manual:
             lane.notice(compaction.NOTHING_TO_COMPACT)

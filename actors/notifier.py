@@ -4,6 +4,8 @@
     notifier ──► herdr outlet     JSON lines on the pane's socket, each exchange ≤ 0.5 s
              ──► cmux outlet      `cmux …` commands, each ≤ 2 s, killed past that
              ──► terminal outlet  OSC 9;4 progress and the attention ping, each write bounded
+             ──► tmux outlet      the pane's title (OSC 2) and its @iota_* options, ≤ 2 s each
+             ──► extra outlets    the caller's: a bot's state.json (actors/state_file.py)
 
     link, receive = open_host_link()
     await nursery.start(partial(notifier.run, receive, host, notify=agent.notify,
@@ -38,7 +40,7 @@ import logging
 import math
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -54,6 +56,7 @@ logger = logging.getLogger("iota.hosts")
 
 HERDR_SECONDS = 0.5      # one request on herdr's socket, connect to reply
 CMUX_SECONDS = 2.0       # one `cmux` command, then it is killed
+TMUX_SECONDS = 2.0       # one `tmux` command, then it is killed
 TERMINAL_SECONDS = 0.5   # one write to the terminal
 # Leaving: finishing what is being sent, then the goodbyes. A wedged host costs the exit at most
 # this long, twice (once for the send in flight, once for the goodbye).
@@ -140,20 +143,24 @@ def open_host_link() -> tuple[HostLink, trio.MemoryReceiveChannel]:
 
 
 async def run(receive: trio.MemoryReceiveChannel, host: Host, *, notify: bool,
-              write_terminal: WriteTerminal | None,
+              write_terminal: WriteTerminal | None, agent: str = "iota", extra: Sequence[Outlet] = (),
               task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Tell `host` what the chat does until `receive` closes or this is cancelled, then leave.
 
     `notify` is the agent's `notify:`: false silences the attention ping (and focus reporting,
     which only serves it), never the progress. Without `write_terminal` (a headless run, whose
-    stdout is the reply) the terminal is told nothing."""
-    outlets: list[_Outlet] = []
+    stdout is the reply) the terminal is told nothing, and neither is tmux (the title is the
+    terminal's). `agent` names the chat in the tmux pane; `extra` outlets hear every message too."""
+    outlets: list[Outlet] = []
     if host.herdr is not None:
         outlets.append(_HerdrOutlet(host.herdr))
     if host.cmux is not None:
         outlets.append(_CmuxOutlet(host.cmux))
     if write_terminal is not None:
         outlets.append(_TerminalOutlet(host.terminal, write_terminal, notify=notify))
+        if host.tmux is not None:
+            outlets.append(_TmuxOutlet(host.tmux, write_terminal, agent))
+    outlets.extend(extra)
     try:
         async with trio.open_nursery() as nursery:
             for outlet in outlets:
@@ -229,7 +236,7 @@ class _Mailbox:
         return self.take_nowait()
 
 
-class _Outlet:
+class Outlet:
     """One host's side of the notifier: what it makes of each message, and how it sends an item.
     `_send` is bounded and never raises (but for cancellation): a failure is a debug line."""
 
@@ -271,7 +278,7 @@ class _Outlet:
             logger.debug("%s: %s: %s", self.name, type(error).__name__, error)
 
 
-class _HerdrOutlet(_Outlet):
+class _HerdrOutlet(Outlet):
     name = "herdr"
 
     def __init__(self, pane: hosts.HerdrPane) -> None:
@@ -317,7 +324,7 @@ async def _exchange(socket_path: str, line: bytes) -> bytes:
     return reply.split(b"\n", 1)[0]
 
 
-class _CmuxOutlet(_Outlet):
+class _CmuxOutlet(Outlet):
     name = "cmux"
 
     def __init__(self, surface: hosts.CmuxSurface) -> None:
@@ -337,14 +344,22 @@ class _CmuxOutlet(_Outlet):
             await self._run(argv)
 
     async def _run(self, argv: list[str]) -> None:
-        with trio.move_on_after(CMUX_SECONDS) as bound:
-            done = await trio.run_process([self._executable, *argv], check=False,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, deliver_cancel=_kill)
-        if bound.cancelled_caught:
-            logger.debug("cmux %s: killed after %.0f s", " ".join(argv), CMUX_SECONDS)
-        elif done.returncode != 0:
-            logger.debug("cmux %s: exit status %d", " ".join(argv), done.returncode)
+        await run_bounded([self._executable, *argv], CMUX_SECONDS)
+
+
+async def run_bounded(argv: list[str], seconds: float) -> str | None:
+    """Run a host's command, killed past `seconds`; its output, or None (and a debug line) when it
+    failed or took too long."""
+    with trio.move_on_after(seconds) as bound:
+        done = await trio.run_process(argv, check=False, capture_stdout=True,
+                                      stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, deliver_cancel=_kill)
+    if bound.cancelled_caught:
+        logger.debug("%s: killed after %.0f s", " ".join(argv), seconds)
+        return None
+    if done.returncode != 0:
+        logger.debug("%s: exit status %d", " ".join(argv), done.returncode)
+        return None
+    return done.stdout.decode("utf-8", "replace")
 
 
 async def _kill(process: trio.Process) -> None:
@@ -352,7 +367,7 @@ async def _kill(process: trio.Process) -> None:
     process.kill()
 
 
-class _TerminalOutlet(_Outlet):
+class _TerminalOutlet(Outlet):
     name = "terminal"
 
     def __init__(self, terminal: hosts.Terminal, write: WriteTerminal, *, notify: bool) -> None:
@@ -386,3 +401,47 @@ class _TerminalOutlet(_Outlet):
             await self._write(data)
         if bound.cancelled_caught:
             logger.debug("terminal: a write took over %.1f s; given up", TERMINAL_SECONDS)
+
+
+class _TmuxOutlet(Outlet):
+    """The pane's title (written to the terminal, which is tmux's pane) and its options (set
+    through the tmux command line). The title the pane had before is read first and put back at
+    exit, and the options are unset: the pane is left as iota found it."""
+
+    name = "tmux"
+
+    def __init__(self, pane: hosts.TmuxPane, write: WriteTerminal, agent: str) -> None:
+        super().__init__()
+        self._pane = pane
+        self._write = write
+        self._agent = agent
+        self._previous_title: str | None = None
+        self._mailbox.post("remember", self._remember_title)
+
+    def post(self, message: Message) -> None:
+        if isinstance(message, SetState):
+            self._mailbox.post("state", partial(self._show, message.state))
+
+    def _goodbye(self) -> list[tuple[str, object]]:
+        return [("state", self._restore)]
+
+    async def _send(self, action: Callable[[], Awaitable[None]]) -> None:
+        await action()
+
+    async def _remember_title(self) -> None:
+        shown = await run_bounded(hosts.tmux_title_query(self._pane), TMUX_SECONDS)
+        if shown is not None:
+            self._previous_title = shown.rstrip("\n")
+
+    async def _show(self, state: State) -> None:
+        await self._write_bounded(hosts.title_sequence(hosts.pane_title(self._agent, state)))
+        await run_bounded(hosts.tmux_set_options(self._pane, self._agent, state), TMUX_SECONDS)
+
+    async def _restore(self) -> None:
+        if self._previous_title is not None:
+            await self._write_bounded(hosts.title_sequence(self._previous_title))
+        await run_bounded(hosts.tmux_unset_options(self._pane), TMUX_SECONDS)
+
+    async def _write_bounded(self, data: bytes) -> None:
+        with trio.move_on_after(TERMINAL_SECONDS):
+            await self._write(data)

@@ -60,6 +60,8 @@ class ChatParts:
     host: Host = field(default_factory=lambda: detect({}))
     # Writes the terminal's escape sequences (progress, attention pings); None writes nothing.
     write_terminal: Callable[[bytes], Awaitable[None]] | None = None
+    # Told what the host is told (a bot's state.json).
+    host_outlets: list[notifier.Outlet] = field(default_factory=list)
 
 
 async def run_chat(parts: ChatParts, face: Face) -> int:
@@ -103,7 +105,8 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
         async def run_notifier(task_status=trio.TASK_STATUS_IGNORED) -> None:
             try:
                 await notifier.run(link_receive, parts.host, notify=parts.setup.agent.notify,
-                                   write_terminal=parts.write_terminal, task_status=task_status)
+                                   write_terminal=parts.write_terminal, agent=parts.setup.agent.name,
+                                   extra=parts.host_outlets, task_status=task_status)
             finally:
                 notifier_done.set()
 

@@ -7,6 +7,8 @@ sidebar shows what each chat is doing. Three hosts can show it, innermost first:
     cmux       a surface in cmux: `cmux` commands (a status row keyed `iota`, a loading spinner)
     terminal   always, behind either: OSC 9;4 progress on the tab, an attention ping (OSC 9,
                or kitty's OSC 99, or OSC 777 where only that is read)
+    tmux       besides any of them, inside tmux: the pane's title (OSC 2, which tmux takes
+               without passthrough) and the pane options @iota_agent and @iota_state
 
 Only the innermost detected host is told anything besides the terminal. Hosts nest, and a pane
 inherits the environment of whatever spawned it: a herdr pane carries the `CMUX_SURFACE_ID`
@@ -31,7 +33,8 @@ class State(enum.Enum):
     """What the chat is doing, as the hosts show it."""
 
     IDLE = "idle"                 # your move; also after a failed turn
-    BUSY = "busy"                 # a turn, a flush, a compaction or a background job runs
+    BUSY = "busy"                 # a turn, a flush or a background job runs
+    COMPACTING = "compacting"     # a compaction runs (busy, to every host but tmux and state.json)
     NEEDS_INPUT = "needs-input"   # an approval prompt or a question waits for the person
     ERROR = "error"               # the last turn failed, or the compaction alarm
 
@@ -76,12 +79,22 @@ class Terminal:
 
 
 @dataclass(frozen=True)
+class TmuxPane:
+    pane_id: str       # $TMUX_PANE: `%3`, unique on its server
+    socket_path: str   # the server's socket: the first of $TMUX's comma-separated fields
+
+
+@dataclass(frozen=True)
 class Host:
-    """The innermost host (herdr, cmux, or neither) and the terminal always behind it."""
+    """The innermost host (herdr, cmux, or neither) and the terminal always behind it; and the
+    tmux pane when there is one. tmux is told besides the others rather than instead of them:
+    cmux's terminal often runs tmux, and the pane title and options cost nothing to a host that
+    does not read them."""
 
     herdr: HerdrPane | None = None
     cmux: CmuxSurface | None = None
     terminal: Terminal = Terminal()
+    tmux: TmuxPane | None = None
 
     @property
     def name(self) -> str | None:
@@ -108,7 +121,18 @@ def detect(environ: Mapping[str, str]) -> Host:
         executable = shutil.which("cmux", path=environ.get("PATH", ""))
         if executable is not None:
             cmux = CmuxSurface(environ["CMUX_SURFACE_ID"], executable)
-    return Host(herdr, cmux, _terminal(environ, inside_a_host=herdr is not None or cmux is not None))
+    return Host(herdr, cmux, _terminal(environ, inside_a_host=herdr is not None or cmux is not None),
+                _tmux_pane(environ))
+
+
+def _tmux_pane(environ: Mapping[str, str]) -> TmuxPane | None:
+    """The tmux pane from `$TMUX` (`socket,server pid,session`) and `$TMUX_PANE`, which tmux sets
+    for every process it starts in a pane."""
+    socket_path = (environ.get("TMUX") or "").split(",")[0]
+    pane_id = environ.get("TMUX_PANE") or ""
+    if not socket_path or not pane_id.startswith("%"):
+        return None
+    return TmuxPane(pane_id, socket_path)
 
 
 def _terminal(environ: Mapping[str, str], *, inside_a_host: bool) -> Terminal:
@@ -156,6 +180,7 @@ HERDR_SOURCE = "iota"   # both `source` (whose reports these are) and `agent` (t
 
 _LIFECYCLE = {
     State.BUSY: "working",
+    State.COMPACTING: "working",
     State.NEEDS_INPUT: "blocked",
     # An error ends the turn and the prompt is back: not waiting on a decision, so not blocked.
     State.IDLE: "idle",
@@ -232,6 +257,7 @@ _SPINNER_OFF = ["workspace", "loading", "off", "--id", CMUX_KEY]
 
 _CMUX_STATUS = {
     State.BUSY: ["set-status", CMUX_KEY, "Running", "--icon", "bolt.fill", "--color", "#4C8DFF"],
+    State.COMPACTING: ["set-status", CMUX_KEY, "Running", "--icon", "bolt.fill", "--color", "#4C8DFF"],
     State.NEEDS_INPUT: ["set-status", CMUX_KEY, "Needs input", "--icon", "bell.fill"],
     State.ERROR: ["set-status", CMUX_KEY, "Failed", "--icon", "exclamationmark.triangle.fill",
                   "--color", "#FF3B30"],
@@ -241,7 +267,7 @@ _CMUX_STATUS = {
 
 def cmux_commands(state: State) -> list[list[str]]:
     """The `cmux` argv lists (without the executable) that show a state, run in order."""
-    if state is State.BUSY:
+    if state in (State.BUSY, State.COMPACTING):
         return [list(_CMUX_STATUS[state]), list(_SPINNER_ON)]
     return [list(_SPINNER_OFF), list(_CMUX_STATUS[state])]
 
@@ -267,6 +293,7 @@ FOCUS_OUT = b"\x1b[O"
 
 _PROGRESS = {
     State.BUSY: b"\x1b]9;4;3\x07",          # indeterminate
+    State.COMPACTING: b"\x1b]9;4;3\x07",
     State.NEEDS_INPUT: b"\x1b]9;4;4;100\x07",  # warning, a full bar
     State.ERROR: b"\x1b]9;4;2;100\x07",     # error, a full bar
     State.IDLE: b"\x1b]9;4;0\x07",          # no bar
@@ -321,3 +348,52 @@ def passthrough(sequence: bytes, terminal: Terminal) -> bytes:
     if not terminal.tmux:
         return sequence
     return b"\x1bPtmux;" + sequence.replace(b"\x1b", b"\x1b\x1b") + b"\x1b\\"
+
+
+# ---- tmux ------------------------------------------------------------------------------------
+#
+# tmux drops the sequences above unless the person turned `allow-passthrough` on, but it reads
+# OSC 2 itself: the pane's title, which `pane-border-format` and `status-right` can show as
+# `#{pane_title}`. Pane options (`@iota_agent`, `@iota_state`) say the same to a format without
+# parsing a title: `#{@iota_state}`. Both are the pane's own; no option of the person's tmux is
+# touched. The bell that rings after an attention ping needs no passthrough either: tmux turns it
+# into the window's bell flag.
+
+# What each state is called where people read it: the pane title, @iota_state, state.json.
+STATE_WORDS = {
+    State.IDLE: "idle",
+    State.BUSY: "working",
+    State.COMPACTING: "compacting",
+    State.NEEDS_INPUT: "waiting for you",
+    State.ERROR: "failing",
+}
+
+
+def pane_title(agent: str, state: State) -> str:
+    return f"ι {agent} · {STATE_WORDS[state]}"
+
+
+def title_sequence(title: str) -> bytes:
+    """OSC 2: set the window (in tmux, the pane) title."""
+    return f"\x1b]2;{sanitize(title)}\x07".encode()
+
+
+def tmux_argv(pane: TmuxPane, *arguments: str) -> list[str]:
+    """A `tmux` command line on the pane's own server, whatever `-L` or `-S` it was started with."""
+    return ["tmux", "-S", pane.socket_path, *arguments]
+
+
+def tmux_title_query(pane: TmuxPane) -> list[str]:
+    """Prints the pane's title now, to put back at exit."""
+    return tmux_argv(pane, "display-message", "-p", "-t", pane.pane_id, "#{pane_title}")
+
+
+def tmux_set_options(pane: TmuxPane, agent: str, state: State) -> list[str]:
+    """Both pane options in one tmux call (`;` separates commands)."""
+    return tmux_argv(pane, "set-option", "-p", "-t", pane.pane_id, "@iota_agent", agent, ";",
+                     "set-option", "-p", "-t", pane.pane_id, "@iota_state", STATE_WORDS[state])
+
+
+def tmux_unset_options(pane: TmuxPane) -> list[str]:
+    return tmux_argv(pane, "set-option", "-p", "-u", "-t", pane.pane_id, "@iota_agent", ";",
+                     "set-option", "-p", "-u", "-t", pane.pane_id, "@iota_state")

@@ -23,6 +23,7 @@ from actors.events import Card, Notice, SlashCommands
 from actors.journal import JournalKeeper
 from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
+from actors.state_file import StateFileOutlet
 from actors.supervisor import ChatParts
 from actors.titler import Titler
 from actors.skills_watcher import SkillsWatcher
@@ -119,6 +120,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
                     *(work.after_turn if work else []), *([upkeep.after_turn] if upkeep else [])],
         recover=compactor.recover if compactor else None,
+        host_outlets=[StateFileOutlet(bots.bot_dir(setup.agent.name), setup.agent.name, setup.project_root,
+                                      host.tmux)] if chat.bot else [],
         on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
         # A bot's session keeps the bot's name (no title pass); its scheduler, its journal's
         # writer and its upkeep run beside the lane.

@@ -8,7 +8,7 @@
     iota config [check|path|init]
     iota mcp [add|list|get|remove|login|logout]
     iota search <words> [--agent NAME] [--since 7d]
-    iota bots [show <name>|rm <name>|reindex <name>|export <name> [FILE]|import FILE [--name NEW]]
+    iota bots [new <name>|watch|show <name>|rm <name>|reindex <name>|export <name> [FILE]|import FILE [--name NEW]]
     iota version
 
 An `IotaError` prints `Error: <message>` on stderr and exits 1; an interrupted run exits 130;

@@ -336,7 +336,7 @@ def apply_import(plan: Plan, cwd: Path) -> None:
     """Write the bot's files, then its entry; a config that would not load undoes the files."""
     directory = bot_dir(plan.name)
     text = blocks.read_text(plan.config_path) if plan.config_path.exists() else ""
-    check_config = _loads(cwd)
+    check_config = config_check(cwd)
     check_config(blocks.with_entry_added(text, "agents", plan.name, plan.entry))   # before any file exists
     directory.mkdir(parents=True)
     try:
@@ -356,7 +356,7 @@ def apply_import(plan: Plan, cwd: Path) -> None:
         raise
 
 
-def _loads(cwd: Path):
+def config_check(cwd: Path):
     """A check that the config text loads, every key and reference of it."""
     def check(text: str) -> None:
         descriptor, probe = tempfile.mkstemp(suffix=".yaml")

@@ -118,13 +118,13 @@ def test_iota_bots_list_show_and_rm(iota, terminal):
     lines = listed.stdout.splitlines()
     assert lines[0] == "Bots:"
     assert re.fullmatch(r"  main   m · not run yet", lines[1])
-    assert re.fullmatch(rf"  coder  m · just now · 2 msgs \(\d+ B\) · memory 74 B · "
-                        rf"running \(pid {pid}\)", lines[2]), lines[2]
+    assert re.fullmatch(rf"  coder  idle · \d+s · pid {pid} · m · 2 msgs \(\d+ B\) · memory 74 B",
+                        lines[2]), lines[2]
 
     shown = iota("bots", "show", "coder").stdout
     assert f"  session    {session} · 2 msgs (" in shown
-    assert f"  running    pid {pid}\n" in shown
-    assert "  files      MEMORY.md, bot.json, journal.sqlite, lock, memory/SOUL.md\n" in shown
+    assert re.search(rf"^  running    pid {pid} · idle · \d+s$", shown, re.MULTILINE), shown
+    assert "  files      MEMORY.md, bot.json, journal.sqlite, lock, memory/SOUL.md, state.json\n" in shown
     assert f"Memory in {iota.cwd}:\n  own  memory/SOUL.md  0.0 / 8 KiB\n       MEMORY.md       0.0 / 8 KiB\n" in shown
 
     refused = iota("bots", "rm", "coder", "-y")

@@ -116,7 +116,7 @@ PANE = HerdrPane("p3", "/run/herdr.sock")
 
 
 def test_herdr_requests():
-    assert [hosts.herdr_lifecycle(s) for s in State] == ["idle", "working", "blocked", "idle"]
+    assert [hosts.herdr_lifecycle(s) for s in State] == ["idle", "working", "working", "blocked", "idle"]
     assert json.loads(hosts.herdr_line(hosts.herdr_state_report(PANE, State.NEEDS_INPUT, seq=7))) == {
         "id": "iota:7", "method": "pane.report_agent",
         "params": {"pane_id": "p3", "source": "iota", "agent": "iota", "state": "blocked", "seq": 7}}
@@ -250,3 +250,26 @@ def test_a_wrapped_sequence_passes_through_tmux(tmp_path):
     assert b"\x1b]9;4;3\x07" in seen
     assert b"\x1b]9;done\x07" in seen
     assert b"tmux;" not in seen
+
+
+# ---- tmux ------------------------------------------------------------------------------------
+
+
+def test_tmux_is_detected_from_its_own_variables_beside_any_other_host():
+    tmux = {"TMUX": "/tmp/tmux-0/default,123,0", "TMUX_PANE": "%4"}
+    assert hosts.detect(tmux).tmux == hosts.TmuxPane("%4", "/tmp/tmux-0/default")
+    assert hosts.detect({**HERDR_ENV, **tmux}).tmux is not None
+    assert hosts.detect({"TMUX": "/tmp/tmux-0/default,123,0"}).tmux is None   # no pane: not ours to name
+    assert hosts.detect({"TMUX_PANE": "%4"}).tmux is None
+    assert hosts.detect({**tmux, "TMUX": ""}).tmux is None
+
+
+def test_the_pane_title_and_options_name_the_agent_and_its_state():
+    pane = hosts.TmuxPane("%4", "/s")
+    assert [hosts.pane_title("coder", s) for s in State] == [
+        "ι coder · idle", "ι coder · working", "ι coder · compacting", "ι coder · waiting for you", "ι coder · failing"]
+    # A title cannot end its own sequence early, whatever the agent is called.
+    assert hosts.title_sequence("ι a\x07\x1b]2;b · idle") == "\x1b]2;ι a]2;b · idle\x07".encode()
+    assert hosts.tmux_set_options(pane, "coder", State.NEEDS_INPUT) == [
+        "tmux", "-S", "/s", "set-option", "-p", "-t", "%4", "@iota_agent", "coder", ";",
+        "set-option", "-p", "-t", "%4", "@iota_state", "waiting for you"]

@@ -36,3 +36,36 @@ async def test_a_schedules_trigger_does_not_back_a_user_memory_line(tmp_path):
     assert result.content.startswith("saved as [inferred], not [user]")
     assert f"[inferred] {POISON}" in (bot / "MEMORY.md").read_text()
     assert "[user]" not in (bot / "MEMORY.md").read_text()
+
+
+async def test_a_task_title_cannot_write_escape_sequences_to_whoever_reads_the_bots_state(tmp_path):
+    """The model names its tasks; `iota bots` and `iota bots watch` print the task in progress to
+    someone's terminal. A title carrying OSC 2 / OSC 52 (set the title, write the clipboard) must
+    arrive as plain text."""
+    from actors.notifier import SetState
+    from actors.state_file import StateFileOutlet
+    from iota.bots.bot import LOCK_NAME
+    from iota.bots.state_file import read_state, state_line
+    from iota.bots.tasks import TaskBook
+    from iota.hosts import State
+    from iota.sessions import locking
+    from iota.tools.tasks import TasksTool
+    from ui.commands.bots_watch import cells
+
+    bot = tmp_path / "coder"
+    bot.mkdir()
+    tool = TasksTool(TaskBook(bot))
+    evil = "deploy \x1b]2;owned\x07\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\x9b31m now"
+    await tool.run({"action": "create", "title": evil, "steps": ["one"]})
+    outlet = StateFileOutlet(bot, "coder", tmp_path, None)
+    outlet.post(SetState(State.BUSY))
+    await outlet.flush()
+    held = locking.acquire(bot / LOCK_NAME, lambda pid: "held")
+    try:
+        state = read_state(bot)
+    finally:
+        held.release()
+    assert state is not None
+    shown = state_line(state) + " ".join(cells("coder", state))
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in shown), repr(shown)
+    assert "deploy ]2;owned]52;c;Y3VybCBldmlsIHwgc2g=31m now" in shown

@@ -89,6 +89,10 @@ class Terminal:
             raise RuntimeError(f"tmux {' '.join(arguments)} failed: {done.stderr.strip()}")
         return done.stdout
 
+    def tmux(self, *arguments: str) -> str:
+        """Any tmux command on this terminal's server; its output (`display -p -t … '#{pane_title}'`)."""
+        return self._tmux(*arguments)
+
     def pane_pid(self) -> int:
         """The process id of the shell that runs the command (the command is its child)."""
         return int(self._tmux("display-message", "-p", "-t", PANE, "#{pane_pid}").strip())

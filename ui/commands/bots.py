@@ -1,12 +1,15 @@
-"""`iota bots`, `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
+"""`iota bots`, `iota bots new <name>` (ui.commands.bots_new), `iota bots watch` (ui.commands.bots_watch), `iota bots show <name>`, `iota bots rm <name> [--sessions] [-y]`, `iota bots reindex
 <name>`, `iota bots export <name> [FILE]`, `iota bots import FILE [--name NEW] [-y]`: the bots, one
 in detail with its memory as a chat here would send it, removing one (iota.bots.roster), rebuilding
 one's journal and search index from its logs (iota.bots.journal), and a bot's persona and skills
 in a file, out and in (iota.bots.portable: an import shows all it would add and asks first).
 
     Bots:
-      coder     m · 3h ago · 42 msgs (12.3 KiB) · memory 3.2 KiB · running (pid 4242)
+      coder     working · 12s · task "migrate db" 2/5 · pid 4242 · m · 42 msgs (12.3 KiB) · memory 3.2 KiB
       reviewer  m · not run yet
+
+A running bot's state comes from its state.json (iota.bots.state_file); one without a fresh state
+file (a bot from before state files, or just starting) says `running (pid N)`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from iota.errors import EXIT_OK, BotError
+from ui.commands.bots_new import add_new_parser, new_bot
 from ui.commands.shared import load_config
 
 
@@ -24,6 +28,8 @@ def add_bots_parser(commands: argparse._SubParsersAction) -> None:
     bots = commands.add_parser("bots", help="list the bots, show, remove, export or import one")
     bots.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
     actions = bots.add_subparsers(dest="action")
+    add_new_parser(actions)
+    actions.add_parser("watch", help="a live screen of every bot's state; Enter goes to its tmux pane")
     show = actions.add_parser("show", help="a bot's files, memory layers and session")
     show.add_argument("name")
     remove = actions.add_parser("rm", help="remove a bot's directory and memory (asks first)")
@@ -46,7 +52,12 @@ def bots_command(args: argparse.Namespace) -> int:
 
     if args.action == "reindex":  # works from the bot's directory and logs: no config needed
         return reindex(args.name)
-    loaded = load_config(args)
+    loaded = load_config(args, write_starter=args.action == "new")
+    if args.action == "new":
+        return new_bot(loaded, args)
+    if args.action == "watch":
+        from ui.commands.bots_watch import watch
+        return watch(loaded)
     if args.action == "export":
         return export(loaded, args.name, args.file)
     if args.action == "import":
@@ -103,20 +114,25 @@ def import_bot(loaded, args: argparse.Namespace) -> int:
 
 def render_list(loaded) -> str:
     from iota.bots import roster
+    from iota.bots.state_file import read_state, state_line
     from iota.sessions.bundle import relative_time
 
     now = datetime.now().astimezone()
     rows = []
     for name in roster.bot_names(loaded):
         bot = roster.summarize(loaded, name)
-        details = [bot.model or "(no model)"]
+        state = read_state(bot.directory) if bot.running else None
+        details = [state_line(state, now), f"pid {state.pid}"] if state is not None else []
+        details.append(bot.model or "(no model)")
         if bot.session is None:
             details.append("not run yet")
+        elif state is not None:
+            details.append(f"{bot.messages} msgs ({_bytes(bot.log_size)})")
         else:
             details += [relative_time(bot.last_activity, now), f"{bot.messages} msgs ({_bytes(bot.log_size)})"]
         if bot.memory_size:
             details.append(f"memory {_bytes(bot.memory_size)}")
-        if bot.running:
+        if bot.running and state is None:
             details.append(f"running (pid {bot.pid})" if bot.pid is not None else "running")
         if not bot.configured:
             details.append("not in the config")
@@ -124,15 +140,19 @@ def render_list(loaded) -> str:
             details.append(f"⚠ {bot.problem}")
         rows.append((name, " · ".join(details)))
     if not rows:
-        return "No bots (a bot is an agents: entry with mode: bot)."
+        return NO_BOTS
     width = max(len(name) for name, _ in rows)
     return "\n".join(["Bots:", *(f"  {name.ljust(width)}  {details}" for name, details in rows)])
+
+
+NO_BOTS = "No bots yet. Make one with `iota bots new <name>`, then start it with `iota run <name>`."
 
 
 def render_show(loaded, name: str, cwd: Path) -> str:
     from iota import paths
     from iota.bots import roster
     from iota.bots.bot import bot_memory
+    from iota.bots.state_file import read_state, state_line
     from iota.config.inheritance import inherited_bots
     from iota.memory.report import describe
 
@@ -153,6 +173,9 @@ def render_show(loaded, name: str, cwd: Path) -> str:
         when = _local_time(bot.last_activity)
         session = f"{bot.session} · {bot.messages} msgs ({_bytes(bot.log_size)}) · last activity {when}"
     running = (f"pid {bot.pid}" if bot.pid is not None else "yes") if bot.running else "no"
+    state = read_state(bot.directory) if bot.running else None
+    if state is not None:
+        running += f" · {state_line(state)}"
     rows = [("config", config), ("directory", str(bot.directory)), ("session", session), ("running", running),
             ("files", ", ".join(roster.bot_files(bot.directory)) or "(none)")]
     if bot.problem:
