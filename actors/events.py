@@ -208,13 +208,16 @@ class Choose:
     Deny), the /session and /model pickers. `detail` is what an approval approves — the whole
     command, the diff — shown in full before the options. `search`, one text per option, makes
     the select a list filtered by what the person types (the session pickers: their titles).
-    The chosen option's index goes back on `reply`; Esc sends None."""
+    The chosen option's index goes back on `reply`; Esc sends None. `line`, the last option,
+    opens a line to type in when picked (the approval's "Deny and say why"): its answer is
+    `(line, what was typed)`."""
 
     title: str
     options: tuple[str, ...]
     reply: trio.MemorySendChannel = field(compare=False)
     detail: str = ""
     search: tuple[str, ...] = ()
+    line: int | None = None
 
 
 @dataclass(frozen=True)

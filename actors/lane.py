@@ -52,7 +52,7 @@ from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  #
 from actors.history import SessionHistory, tool_started
 from actors.notifier import HostLink
 from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, TurnEnded, UserEcho)
-from iota.agent import Approvals, Decision, Turn, run_turn
+from iota.agent import Approvals, Decision, Denial, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter, TokenCount
 from iota.sessions.conversation import Conversation, notice
@@ -66,7 +66,7 @@ from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
 
 # ---- the lane --------------------------------------------------------------------------------
 
-APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY)
+APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY, Decision.DENY_WITH_REASON)
 # How often what could not be written (a full disk) is tried again while nothing else writes.
 RETRY_SAVE_SECONDS = 5.0
 
@@ -471,21 +471,28 @@ class Lane:
         now, clock = time.monotonic(), trio.current_time()
         return tuple((job.id, job.name, clock - (now - job.started)) for job in jobs)
 
-    async def _ask_approval(self, request: ApprovalRequest) -> Decision:
-        """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the options."""
-        options = (Decision.ALLOW_ONCE, Decision.DENY) if request.ask_every_time else APPROVAL_OPTIONS
-        answer = await self.ask(f"{request.question} — allow?", tuple(d.value for d in options),
-                                ping=request.question, detail=request.detail)
+    async def _ask_approval(self, request: ApprovalRequest) -> Decision | Denial:
+        """`<label> wants to <action> — allow?`, with the whole of what a yes approves above the
+        options; "Allow for this session" says what it covers, and the last option opens a line
+        for the reason the model is told."""
+        options = tuple(d for d in APPROVAL_OPTIONS if not (request.ask_every_time and d is Decision.ALLOW_SESSION))
+        labels = tuple(f"{d.value} ({request.session_grant})" if d is Decision.ALLOW_SESSION else d.value
+                       for d in options)
+        answer = await self.ask(f"{request.question} — allow?", labels, ping=request.question,
+                                detail=request.detail, line=len(options) - 1)
+        if isinstance(answer, tuple):
+            return Denial(answer[1])
         return options[answer] if answer is not None else Decision.DENY
 
     async def ask(self, title: str, options: tuple[str, ...], *, ping: str | None = None,
-                  detail: str = "", search: tuple[str, ...] = ()) -> int | None:
+                  detail: str = "", search: tuple[str, ...] = (), line: int | None = None) -> int | tuple[int, str] | None:
         """Show a select and wait for the answer (None: Esc). While it waits, the host shows the
         chat as needing input, and `ping` (if given) asks for attention. `detail` is shown in
         full between the title and the options; `search` (one text per option) makes it a
-        long list the person narrows by typing (the session pickers)."""
+        long list the person narrows by typing (the session pickers); `line`, the last option,
+        opens a line to type in, and answers `(line, what was typed)`."""
         send, receive = trio.open_memory_channel(1)
-        self.emit(Choose(title, options, send, detail, search))
+        self.emit(Choose(title, options, send, detail, search, line))
         before = self._running
         self.set_running("Waiting for your answer")
         try:

@@ -35,7 +35,7 @@ from iota.messages import (ASSISTANT, CANCELLED_RESULT, FAILED_NOTICE, PARTIAL, 
                            ToolCall)
 from iota.providers.base import Provider, Request
 from iota.sessions.log import repair_tail
-from iota.tools.base import DECLINED, ApprovalRequest, ToolResult, Toolbox, headless_refusal
+from iota.tools.base import DECLINED, ApprovalRequest, ToolResult, Toolbox, denied_with_reason, headless_refusal
 
 # How often the text of a streaming reply is appended to the log.
 PARTIAL_FLUSH_SECONDS = 1.0
@@ -45,10 +45,19 @@ class Decision(enum.Enum):
     ALLOW_ONCE = "Allow once"
     ALLOW_SESSION = "Allow for this session"
     DENY = "Deny"
+    DENY_WITH_REASON = "Deny and say why"
+
+
+@dataclass(frozen=True)
+class Denial:
+    """A "Deny and say why": the call is refused and the model reads the person's words, so its
+    next step follows them instead of trying the same thing again."""
+
+    reason: str
 
 
 # Asked for each gated call: the whole question → the person's answer.
-AskApproval = Callable[[ApprovalRequest], Awaitable[Decision]]
+AskApproval = Callable[[ApprovalRequest], Awaitable["Decision | Denial"]]
 
 
 class Approvals:
@@ -57,7 +66,8 @@ class Approvals:
     "Allow for this session" grants what the request's `grant` names until the process exits:
     the whole tool for the code tools, as the reference does (their writes stay inside the
     project whatever is granted), but only the exact command for the shell, since a grant of
-    every later command would let anything at all run unasked."""
+    every later command would let anything at all run unasked. A `Denial` (the person denied and
+    said why) is what the model reads instead of the plain refusal."""
 
     def __init__(self, ask: AskApproval | None, on_refused: Callable[[ApprovalRequest], None] | None = None):
         self._ask = ask  # None in a headless run: every gated call is refused
@@ -74,6 +84,8 @@ class Approvals:
                 self._on_refused(request)
             return ToolResult(request.refusal or headless_refusal(request.tool_name), is_error=True)
         decision = await self._ask(request)
+        if isinstance(decision, Denial):
+            return ToolResult(denied_with_reason(decision.reason), is_error=True)
         if decision is Decision.ALLOW_SESSION:
             self._granted.add(granted)
         if decision is Decision.DENY:

@@ -42,10 +42,18 @@ class ApprovalRequest:
     # Asked every time, whatever the auto_* settings: no "Allow for this session" (a schedule's
     # create and delete).
     ask_every_time: bool = False
+    # What "Allow for this session" covers, in the words its option shows ("" for the default:
+    # every call of the tool), so no one expects more of it than it gives.
+    covers: str = ""
 
     @property
     def question(self) -> str:
         return f"{self.label} wants to {self.action}"
+
+    @property
+    def session_grant(self) -> str:
+        """`every edit_file call`, `exactly this command in this directory`."""
+        return self.covers or f"every {self.tool_name} call"
 
 
 class Tool:
@@ -91,6 +99,11 @@ class Tool:
 
 
 DECLINED = "The user declined this call."
+
+
+def denied_with_reason(reason: str) -> str:
+    """What the model reads of a call the person denied and said why ("Deny and say why")."""
+    return f"denied by the person: {reason}"
 
 
 def headless_refusal(tool_name: str) -> str:

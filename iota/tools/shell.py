@@ -191,7 +191,7 @@ class ShellTool(Tool):
         # The exact command in the exact directory: the same yes allows nothing else.
         grant = repr((args.get("command"), args.get("cwd")))
         return ApprovalRequest(self.name, label, self.approval_detail(args), action="run a command",
-                               grant=grant, refusal=refusal)
+                               grant=grant, refusal=refusal, covers="exactly this command in this directory")
 
     def target(self, args: dict[str, Any]) -> str:
         """`(background) cd sub && make test …`, marked `(outside the sandbox)` for a self-call."""

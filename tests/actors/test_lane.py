@@ -321,7 +321,9 @@ async def test_a_failed_first_turn_keeps_the_message_on_disk(open_lane, fake_mod
 
 
 @pytest.mark.parametrize("answer, written, result", [
-    (0, True, "wrote"), (2, False, DECLINED), (None, False, DECLINED)], ids=["allow once", "deny", "esc"])
+    (0, True, "wrote"), (2, False, DECLINED), (None, False, DECLINED),
+    ((3, "use docs/ instead"), False, "denied by the person: use docs/ instead")],
+    ids=["allow once", "deny", "esc", "deny and say why"])
 async def test_the_approval_prompt_answers_the_gated_call(open_lane, fake_model, project, answer, written, result):
     fake_model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"}, id="w1")])
     fake_model.reply("Finished.")
@@ -330,7 +332,9 @@ async def test_the_approval_prompt_answers_the_gated_call(open_lane, fake_model,
         events = await chat.until(Choose)
         choose = events[-1]
         assert choose.title == "write_file notes.md wants to modify files — allow?"
-        assert choose.options == ("Allow once", "Allow for this session", "Deny")
+        assert choose.options == ("Allow once", "Allow for this session (every write_file call)", "Deny",
+                                  "Deny and say why")
+        assert choose.line == 3
         assert ToolStarted("w1", "write_file", "notes.md") in events
         waiting = [e for e in chat.pending() if isinstance(e, Status)]
         assert waiting and waiting[-1].running == "Waiting for your answer"

@@ -24,8 +24,14 @@ When it is taller than the rows the chat can give it (`limit_rows`, set by the l
 screen's height), it shows a window of it with a line saying where the window is, and PgUp/PgDn
 move the window.
 
-The model's questions (ui.widgets.question) extend it: what picking a row does (`_pick`) and how
-a row reads (`_label`) are theirs to change.
+The last row may be a line to type in (`line=`, the approval's "Deny and say why", the model's
+questions' "Other…"): picking it turns the row into a line editor, where Enter answers
+`(row, what was typed)`, and Esc, Up/Down or Enter on an empty line go back to the rows:
+
+    ❯ 4. Deny and say why: use the fixture instead▏
+
+The model's questions (ui.widgets.question) extend it: what picking a row does (`_pick`), how
+a row reads (`_label`) and what a typed line answers (`_answer_line`) are theirs to change.
 """
 
 from __future__ import annotations
@@ -96,19 +102,27 @@ class DetailView(urwid.Widget):
 
 
 class Chooser(urwid.WidgetWrap):
-    def __init__(self, title: str, options: Sequence[str], on_answer: Callable[[int | None], None],
-                 detail: str = ""):
+    def __init__(self, title: str, options: Sequence[str], on_answer: Callable[[object], None],
+                 detail: str = "", *, line: int | None = None):
+        """`line`: the row (the last) whose pick opens a line to type in, or None."""
         self._title = title
         self._options = list(options)
-        self._on_answer: Callable[[int | None], None] | None = on_answer
+        self._on_answer: Callable[[object], None] | None = on_answer
         self._selected = 0
+        if line is not None and line != len(self._options) - 1:
+            raise ValueError("the line to type in must be the last row")
+        self._line_row = line
+        self._line = urwid.Edit()
+        self._editing = False
         self._text = urwid.Text("")  # the title and the options; only the options when there is a detail
+        self._rows_area = urwid.WidgetPlaceholder(self._text)  # the options, or the options and the line
         self._detail = DetailView(detail) if detail else None
         if self._detail is None:
-            super().__init__(self._text)
+            super().__init__(self._rows_area)
         else:
             self._title_text = urwid.Text(("choice_title", escape_controls(title)))
-            super().__init__(urwid.Pile([self._title_text, self._detail, self._text]))
+            self._pile = urwid.Pile([self._title_text, self._detail, self._rows_area])
+            super().__init__(self._pile)
         self._limit: int | None = None
         self._redraw()
 
@@ -140,6 +154,8 @@ class Chooser(urwid.WidgetWrap):
         return super().render(size, focus)
 
     def keypress(self, size: tuple[int], key: str) -> str | None:
+        if self._editing:
+            return self._edit_keypress(size, key)
         if key in ("up", "down") and self._options:
             self._selected = (self._selected + (-1 if key == "up" else 1)) % len(self._options)
             self._redraw()
@@ -157,8 +173,37 @@ class Chooser(urwid.WidgetWrap):
         return None
 
     def _pick(self, position: int) -> None:
-        """Enter on a row, or the row's digit: here, the row is the answer."""
+        """Enter on a row, or the row's digit: here, the row is the answer (or its line opens)."""
+        if position == self._line_row:
+            self._selected = position
+            self._editing = True
+            self._redraw()
+            return
         self._answer(position)
+
+    def _edit_keypress(self, size: tuple[int], key: str) -> str | None:
+        if key == "enter":
+            typed = " ".join(self._line.edit_text.split())
+            if typed:
+                self._answer_line(typed)
+                return None
+            self._editing = False
+        elif key == "esc":
+            self._editing = False
+        elif key in ("up", "down"):
+            self._editing = False
+            return Chooser.keypress(self, size, key)
+        else:
+            return self._line.keypress((max(1, size[0] - len(self._line_prompt())),), key)
+        self._redraw()
+        return None
+
+    def _answer_line(self, typed: str) -> None:
+        """Enter on a line with something in it."""
+        self._answer((self._line_row, typed))
+
+    def _line_prompt(self) -> str:
+        return f"❯ {len(self._options)}. {self._options[-1].rstrip('…')}: "
 
     def _answer(self, answer: object) -> None:
         on_answer, self._on_answer = self._on_answer, None
@@ -169,8 +214,17 @@ class Chooser(urwid.WidgetWrap):
         return self._options[position]
 
     def _redraw(self) -> None:
-        markup = self._markup(len(self._options))
+        # The line to type in, when open, is the last row: an editor with the terminal's cursor.
+        markup = self._markup(len(self._options) - 1 if self._editing else len(self._options))
         self._text.set_text(markup if self._detail is None else markup[2:])  # the title is drawn above the detail
+        if not self._editing:
+            self._rows_area.original_widget = self._text
+            return
+        prompt = urwid.Text(("choice_selected", escape_controls(self._line_prompt())))
+        self._rows_area.original_widget = urwid.Pile([self._text, urwid.Columns([("pack", prompt), self._line])],
+                                                     focus_item=1)
+        if self._detail is not None:
+            self._pile.focus_position = 2
 
     def _markup(self, rows: int) -> list[str | tuple[str, str]]:
         """The title and the first `rows` options, the selected one marked."""

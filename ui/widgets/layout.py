@@ -184,7 +184,8 @@ class ChatLayout(urwid.WidgetWrap):
             elif isinstance(prompt, Ask):
                 self._chooser = QuestionForm(prompt.questions, answered)
             else:
-                self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail)
+                line = prompt.line if isinstance(prompt, Choose) else None
+                self._chooser = Chooser(prompt.title, prompt.options, answered, prompt.detail, line=line)
             self._arrange_bottom()
 
     def _update_jobs(self, update: JobsUpdate) -> None:
@@ -201,7 +202,8 @@ class ChatLayout(urwid.WidgetWrap):
         self._choices.popleft()
         self._chooser = None
         if isinstance(prompt, Choose) and prompt.detail:
-            chosen = prompt.options[answer] if isinstance(answer, int) else "Esc"
+            chosen = (prompt.options[answer] if isinstance(answer, int) else
+                      f"{prompt.options[answer[0]]}: {answer[1]}" if isinstance(answer, tuple) else "Esc")
             self.transcript.add_answered(prompt.title, prompt.detail, chosen)
         if isinstance(prompt, LocalChoice):
             prompt.on_answer(answer)

@@ -37,25 +37,20 @@ MULTI_HINT = "  Space selects · Enter confirms"
 
 class QuestionChooser(Chooser):
     """One question: the chooser's rows and keys, with ticks for a multi select and the "Other…"
-    line. Answers an `Answer`, or None on Esc."""
+    line (the chooser's line to type in). Answers an `Answer`, or None on Esc."""
 
     def __init__(self, question: Question, on_answer: Callable[[Answer | None], None], *, title: str):
         self._question = question
         self._ticked: set[int] = set()
-        self._other_line = urwid.Edit()
-        self._editing = False
-        super().__init__(title, (*question.options, *((OTHER,) if question.other else ())), on_answer)
-
-    @property
-    def _other_row(self) -> int | None:
-        return len(self._question.options) if self._question.other else None
+        options = (*question.options, *((OTHER,) if question.other else ()))
+        super().__init__(title, options, on_answer, line=len(question.options) if question.other else None)
 
     def keypress(self, size: tuple[int], key: str) -> str | None:
         if self._editing:
-            return self._edit_keypress(size, key)
+            return super().keypress(size, key)
         if key == " " and self._question.multi:
             self._pick(self._selected)
-        elif key == "enter" and self._question.multi and self._selected != self._other_row:
+        elif key == "enter" and self._question.multi and self._selected != self._line_row:
             self._answer(Answer(self._ticked_options() or (self._options[self._selected],)))
         else:  # Up, Down, Esc, digits; Enter on a single select or on "Other…"
             return super().keypress(size, key)
@@ -63,31 +58,16 @@ class QuestionChooser(Chooser):
 
     def _pick(self, position: int) -> None:
         self._selected = position  # a digit moves the cursor too, so the row it opened or ticked shows it
-        if position == self._other_row:
-            self._editing = True
+        if position == self._line_row:
+            super()._pick(position)
         elif self._question.multi:
             self._ticked ^= {position}
+            self._redraw()
         else:
             self._answer(Answer((self._options[position],)))
-            return
-        self._redraw()
 
-    def _edit_keypress(self, size: tuple[int], key: str) -> str | None:
-        if key == "enter":
-            typed = " ".join(self._other_line.edit_text.split())
-            if typed:
-                self._answer(Answer(self._ticked_options(), typed))
-                return None
-            self._editing = False
-        elif key == "esc":
-            self._editing = False
-        elif key in ("up", "down"):
-            self._editing = False
-            return super().keypress(size, key)
-        else:
-            return self._w.keypress(size, key)  # the row's line editor
-        self._redraw()
-        return None
+    def _answer_line(self, typed: str) -> None:
+        self._answer(Answer(self._ticked_options(), typed))
 
     def _ticked_options(self) -> tuple[str, ...]:
         return tuple(self._options[position] for position in sorted(self._ticked))
@@ -100,16 +80,6 @@ class QuestionChooser(Chooser):
     def _markup(self, rows: int) -> list[str | tuple[str, str]]:
         title, *rows_markup = super()._markup(rows)
         return [title, *([("dim", MULTI_HINT)] if self._question.multi else []), *rows_markup]
-
-    def _redraw(self) -> None:
-        if not self._editing:
-            super()._redraw()
-            self._w = self._text
-            return
-        # The "Other…" row, always the last, turns into a line editor (with the terminal's cursor).
-        self._text.set_text(self._markup(len(self._options) - 1))
-        prompt = urwid.Text(("choice_selected", f"❯ {len(self._options)}. Other: "))
-        self._w = urwid.Pile([self._text, urwid.Columns([("pack", prompt), self._other_line])], focus_item=1)
 
 
 class QuestionForm(urwid.WidgetWrap):

@@ -94,3 +94,28 @@ def test_the_transcript_draws_what_tools_and_the_model_said_escaped():
     transcript.add_delta("the reply\x1b[8m hidden")
     assert rendered(transcript, 60, 6) == ["• shell echo \\x1b]0;hidden\\x07 ok", "  ⎿ out\\rput", "    + line\\x1b[2K", "",
                                            "the reply\\x1b[8m hidden", ""]
+
+
+def test_deny_and_say_why_opens_a_line_and_answers_what_was_typed():
+    answers = []
+    options = (*OPTIONS, "Deny and say why")
+    chooser = Chooser(QUESTION, options, answers.append, TWO_LINES, line=3)
+    chooser.keypress((60,), "4")
+    assert rendered(chooser, 60)[-2:] == ["  3. Deny", "❯ 4. Deny and say why:"]
+    for key in "use a fixture":
+        chooser.keypress((60,), key)
+    assert rendered(chooser, 60)[-1] == "❯ 4. Deny and say why: use a fixture"
+    assert chooser.render((60,), focus=True).cursor is not None  # the terminal's cursor is on the line
+    chooser.keypress((60,), "esc")  # back to the rows, nothing answered; what was typed stays
+    assert answers == [] and rendered(chooser, 60)[-1] == "❯ 4. Deny and say why"
+    chooser.keypress((60,), "enter")
+    chooser.keypress((60,), "enter")
+    assert answers == [(3, "use a fixture")]
+
+
+def test_an_empty_line_answers_nothing():
+    answers = []
+    chooser = Chooser(QUESTION, (*OPTIONS, "Deny and say why"), answers.append, line=3)
+    chooser.keypress((60,), "4")
+    chooser.keypress((60,), "enter")
+    assert answers == [] and rendered(chooser, 60)[-1] == "❯ 4. Deny and say why"
