@@ -2,6 +2,7 @@
 
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
     face ──TakeBackQueued / SendQueued / LoadOlder──► input actor ─► the lane's queue, the history
+    face ──ListFiles──► input actor ─► the project's listing ──ProjectFiles(paths)──► face (the `@` list)
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     turn lane ──ComposerText──► face (the composer's text)
@@ -75,6 +76,11 @@ class Focus:
     """The terminal reported focus in (`ESC [ I`) or out (`ESC [ O`)."""
 
     focused: bool
+
+
+@dataclass(frozen=True)
+class ListFiles:
+    """`@` typed in the composer: the project's files, please (answered by `ProjectFiles`)."""
 
 
 # ---- to the face -----------------------------------------------------------------------------
@@ -265,6 +271,14 @@ class JobsUpdate:
     jobs: tuple[JobPage, ...] = ()
     ended: tuple[tuple[str, str], ...] = ()
     closed: bool = False
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """The project's files as `/file` lists them (root-relative, `/` separated, path order), for
+    the composer's `@` list to filter in memory."""
+
+    paths: tuple[str, ...] = field(repr=False)
 
 
 @dataclass(frozen=True)

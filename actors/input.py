@@ -12,6 +12,7 @@
     LoadOlder          the page of a resumed session's history before the ones shown
     Leave(code)        Ctrl+D: leave with `code`
     Focus(focused)     the terminal gained or lost focus: the host's attention pings follow it
+    ListFiles          `@` typed: the project's files go to the face (actors.mentions)
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Callable
 
 import trio
 
-from actors.events import (CancelInnermost, Focus, Hint, Interrupt, Leave, LoadOlder, SendQueued, Submit,
-                           TakeBackQueued, TakenBack)
+from actors.events import (CancelInnermost, Focus, Hint, Interrupt, Leave, ListFiles, LoadOlder, SendQueued,
+                           Submit, TakeBackQueued, TakenBack)
 from actors.lane import Command, Lane, UserMessage
 from actors.notifier import HostLink
 from iota.errors import EXIT_INTERRUPTED
@@ -72,6 +73,8 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
             leave(item.code)
         elif isinstance(item, Focus):
             link.focus(item.focused)
+        elif isinstance(item, ListFiles) and lane.listing is not None:
+            lane.listing.want()
 
 
 def command_and_argument(text: str) -> tuple[str, str]:

@@ -121,6 +121,8 @@ class Lane:
         self.on_rest: list[Callable[[Lane], None]] = []
         # Files `/file` attached, waiting for the next message the person sends (actors.commands.file).
         self.attachments: list[Attachment] = []
+        # The project's files for the composer's `@` list, once its actor runs (actors.mentions.FileListing).
+        self.listing = None
         # Called, without waiting, once each model turn is saved (its turn_end written), with the
         # turn and how it ended (finished, failed, cancelled, interrupted).
         self.on_turn_saved: list[Callable[[Turn, str], None]] = []

@@ -24,6 +24,7 @@ from actors.journal import JournalKeeper
 from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.state_file import StateFileOutlet
+from actors.mentions import FileListing, attach_mentions
 from actors.supervisor import ChatParts
 from actors.titler import Titler
 from actors.skills_watcher import SkillsWatcher
@@ -113,8 +114,9 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         commands=commands, host=host, write_terminal=_write_terminal, background=_background(setup),
         opening=[SlashCommands(tuple((f"/{name}", help) for name, (help, _) in commands.items())),
                  *chat.opening],
-        before_send=[*([chat.typed.before_send] if chat.typed else []), *([upkeep.before_send] if upkeep else []),
-                     chat.watcher.before_send, *([skills.before_send] if skills else []),
+        # The files the message mentions (`@path`) go with it before anything else looks at it.
+        before_send=[attach_mentions, *([chat.typed.before_send] if chat.typed else []),
+                     *([upkeep.before_send] if upkeep else []), chat.watcher.before_send, *([skills.before_send] if skills else []),
                      compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else []),
                      *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
@@ -123,11 +125,11 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         host_outlets=[StateFileOutlet(bots.bot_dir(setup.agent.name), setup.agent.name, setup.project_root,
                                       host.tmux)] if chat.bot else [],
         on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
-        # A bot's session keeps the bot's name (no title pass); its scheduler, its journal's
-        # writer and its upkeep run beside the lane.
-        tasks=[*(work.actors if work else []), *([chat.journal.run] if chat.journal else []),
-               *([upkeep.run] if upkeep else [])] if chat.bot
-        else [Titler(setup).run])
+        # The `@` list's file listing runs beside the lane in every chat. A bot's session keeps
+        # the bot's name (no title pass); its scheduler, its journal's writer and its upkeep run
+        # beside the lane too.
+        tasks=[FileListing().run, *([*(work.actors if work else []), *([chat.journal.run] if chat.journal else []),
+                                     *([upkeep.run] if upkeep else [])] if chat.bot else [Titler(setup).run])])
     return parts
 
 

@@ -22,6 +22,7 @@ followed).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import trio
@@ -30,7 +31,7 @@ from actors.lane import Lane
 from iota.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentRefused, describe, make_attachment, megabytes
 from iota.errors import ToolError
 from iota.tools.code.paths import Jail, open_failure
-from iota.tools.code.walk import walk_files
+from iota.tools.code.walk import Found, walk_files
 
 FILE_HELP = "attach a file (text, or a PNG, JPEG, GIF or WebP image) to your next message: /file [path]"
 # The picker lists at most this many files: a larger tree is narrowed by giving a path.
@@ -111,9 +112,7 @@ def project_files(jail: Jail) -> list[ProjectFile]:
     """The project's regular files as the code tools' walk sees them, in path order, at most
     PICKER_FILES. Blocking I/O."""
     files = []
-    for found in walk_files(jail, jail.locate(".")):
-        if found.is_link:
-            continue
+    for found in regular_files(jail):
         try:
             size = found.stat().st_size
         except OSError:
@@ -122,6 +121,12 @@ def project_files(jail: Jail) -> list[ProjectFile]:
         if len(files) == PICKER_FILES:
             break
     return files
+
+
+def regular_files(jail: Jail) -> Iterator[Found]:
+    """The project's files as the picker and the `@` list show them: the code tools' walk
+    (`.git` and what the root `.gitignore` ignores left out), links left out. Blocking I/O."""
+    return (found for found in walk_files(jail, jail.locate(".")) if not found.is_link)
 
 
 def format_bytes(size: int) -> str:

@@ -5,6 +5,7 @@
     │ …                                        │
     │ chooser   (while a Choose or Ask is open)│
     │ queued messages (dim, while any wait)    │
+    │ @ files    (the word at the cursor is @…)│
     │ slash suggestions   (text starts with /) │
     │ ◆ open tasks        (a bot's, if any)    │
     │ ──────────────────────────────────────── │
@@ -31,6 +32,8 @@ Keys, in order:
   drop a held queue, or leave on a second press;
 - while a chooser is open it takes the keys it knows (PgUp/PgDn scroll its detail, or the
   transcript when the detail fits), and every other key goes to the composer;
+- while the `@` list shows (ui.widgets.mentions), Up/Down move in it, Tab or Enter complete the
+  `@word` to the chosen path (Enter sends when nothing matches), Esc hides it;
 - Ctrl+O shows every tool output and summary in full, or their first lines again;
 - on an empty composer with messages queued, Up and Esc take the last one back to edit, and
   Enter sends a queue held after Ctrl+C;
@@ -52,12 +55,13 @@ from functools import partial
 import urwid
 
 from actors.events import (Ask, CancelInnermost, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
-                           JobsView, Leave, LoadOlder, Older, OpenTasks, SendQueued, SlashCommands, Status, Submit,
-                           TakeBackQueued, TakenBack, TurnEnded, UserEcho)
+                           JobsView, Leave, ListFiles, LoadOlder, Older, OpenTasks, ProjectFiles, SendQueued,
+                           SlashCommands, Status, Submit, TakeBackQueued, TakenBack, TurnEnded, UserEcho)
 from actors.input import command_and_argument
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
 from ui.widgets.jobs import JobsBrowser
+from ui.widgets.mentions import MentionList
 from ui.widgets.picker import FilterChooser
 from ui.widgets.question import QuestionForm
 from ui.widgets.queue import QueueView
@@ -92,6 +96,8 @@ class ChatLayout(urwid.WidgetWrap):
         self.transcript = Transcript(home)
         self.suggestions = SlashSuggestions()
         self.composer = Composer(self._submit, self.suggestions)
+        self.mentions = MentionList()
+        self._files_stale = True  # the `@` list's files are asked for again after each message sent
         self._composer_row = urwid.Columns([(len(PROMPT), urwid.Text(("composer_mark", PROMPT))), self.composer],
                                            focus_column=1)
         self.queue = QueueView()
@@ -116,6 +122,8 @@ class ChatLayout(urwid.WidgetWrap):
             rows += [urwid.Divider(), self._chooser]
         if self.queue.showing:
             rows.append(self.queue)
+        if self.mentions.showing:
+            rows.append(self.mentions)
         if self.suggestions.showing:
             rows.append(self.suggestions)
         if self.open_tasks.showing:
@@ -161,6 +169,9 @@ class ChatLayout(urwid.WidgetWrap):
                 self._update_jobs(event)
             case ComposerText(text=text):
                 self.composer.set_draft(text)
+                self._arrange_bottom()
+            case ProjectFiles(paths=paths):
+                self.mentions.set_files(paths)
                 self._arrange_bottom()
             case SlashCommands(commands=commands):
                 self.suggestions.set_commands(commands)
@@ -258,6 +269,7 @@ class ChatLayout(urwid.WidgetWrap):
             self._on_input(Focus(key == "focus in"))
         elif key == "paste":
             self.composer.paste(key.text)
+            self._follow_mentions()
             self._arrange_bottom()
         elif key == "ctrl c":
             self._ctrl_c()
@@ -267,6 +279,8 @@ class ChatLayout(urwid.WidgetWrap):
                 self.transcript.scroller.scroll_page(-1 if key == "page up" else 1)
             elif unhandled:
                 return self._to_composer(columns, unhandled)
+        elif self.mentions.showing and key in ("tab", "enter", "up", "down", "esc") and self._mention_key(key):
+            self._arrange_bottom()
         elif key == "ctrl o":
             self.transcript.toggle_expanded()
         elif key in ("up", "esc") and empty and queued.messages:
@@ -285,8 +299,32 @@ class ChatLayout(urwid.WidgetWrap):
 
     def _to_composer(self, columns: int, key: str) -> str | None:
         unhandled = self._composer_row.keypress((columns,), key)
+        self._follow_mentions()
         self._arrange_bottom()
         return unhandled
+
+    def _follow_mentions(self) -> None:
+        """The `@` list follows the word at the cursor; the files are asked for when it opens."""
+        self.mentions.follow(self.composer.edit_text, self.composer.edit_pos)
+        if self.mentions.showing and self._files_stale:
+            self._files_stale = False
+            self._on_input(ListFiles())
+
+    def _mention_key(self, key: str) -> bool:
+        """A key for the open `@` list; False leaves it to the rest (Enter with no match sends)."""
+        if key in ("up", "down"):
+            self.mentions.move(-1 if key == "up" else 1)
+        elif key == "esc":
+            self.mentions.hide()
+        else:
+            completed = self.mentions.completion(self.composer.edit_text)
+            if completed is None:
+                return key == "tab"
+            text, cursor = completed
+            self.composer.set_edit_text(text)
+            self.composer.set_edit_pos(cursor)
+            self._follow_mentions()
+        return True
 
     def _ctrl_c(self) -> None:
         if isinstance(self._chooser, Chooser) and isinstance(self._choices[0], LocalChoice):
@@ -313,6 +351,7 @@ class ChatLayout(urwid.WidgetWrap):
         return True
 
     def _send(self, text: str) -> None:
+        self._files_stale = True
         self.transcript.scroller.follow()
         self._on_input(Submit(text))
 
