@@ -2,6 +2,7 @@
 
     face ──Submit / Interrupt / CancelInnermost / Leave──► input actor ─► turn lane
     face ──TakeBackQueued / SendQueued / LoadOlder──► input actor ─► the lane's queue, the history
+    face ──CycleMode──► input actor ─► the lane's approvals (actors.modes)
     face ──ListFiles──► input actor ─► the project's listing ──ProjectFiles(paths)──► face (the `@` list)
     turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
@@ -76,6 +77,11 @@ class Focus:
     """The terminal reported focus in (`ESC [ I`) or out (`ESC [ O`)."""
 
     focused: bool
+
+
+@dataclass(frozen=True)
+class CycleMode:
+    """Shift+Tab: the next permission mode (ask → auto-edit → plan → ask; actors.modes)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,7 @@ class Status:
     # A provider's wait before it tries again, shown in `running`: the row counts it down from
     # `running_since` (`retrying in 8 s` … `retrying in 1 s`) instead of counting up.
     retry: RetryWait | None = None
+    mode: str = "ask"            # the permission mode (actors.modes); the row names any but `ask`
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
     Leave(code)        Ctrl+D: leave with `code`
     Focus(focused)     the terminal gained or lost focus: the host's attention pings follow it
     ListFiles          `@` typed: the project's files go to the face (actors.mentions)
+    CycleMode          Shift+Tab: the next permission mode, at once (actors.modes)
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Callable
 
 import trio
 
-from actors.events import (CancelInnermost, Focus, Hint, Interrupt, Leave, ListFiles, LoadOlder, SendQueued,
-                           Submit, TakeBackQueued, TakenBack)
+from actors.events import (CancelInnermost, CycleMode, Focus, Hint, Interrupt, Leave, ListFiles, LoadOlder,
+                           SendQueued, Submit, TakeBackQueued, TakenBack)
 from actors.lane import Command, Lane, UserMessage
+from actors.modes import next_mode, switch_mode
 from actors.notifier import HostLink
 from iota.errors import EXIT_INTERRUPTED
 
@@ -73,6 +75,8 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
             leave(item.code)
         elif isinstance(item, Focus):
             link.focus(item.focused)
+        elif isinstance(item, CycleMode):
+            switch_mode(lane, next_mode(lane.approvals.mode))
         elif isinstance(item, ListFiles) and lane.listing is not None:
             lane.listing.want()
 

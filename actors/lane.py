@@ -465,7 +465,7 @@ class Lane:
                          queued=self.inbox.queued(), queued_messages=messages,
                          held=self.inbox.held and bool(messages) and not self.busy,
                          jobs=self._jobs_running(), debug=self.setup.debug.on, unsaved=self._unsaved_reason,
-                         retry=self._retry))
+                         retry=self._retry, mode=self.approvals.mode))
 
     def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
         """The background jobs for the status row, their start on trio's clock (theirs is monotonic)."""

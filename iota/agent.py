@@ -35,7 +35,9 @@ from iota.messages import (ASSISTANT, CANCELLED_RESULT, FAILED_NOTICE, PARTIAL, 
                            ToolCall)
 from iota.providers.base import Provider, Request
 from iota.sessions.log import repair_tail
-from iota.tools.base import DECLINED, ApprovalRequest, ToolResult, Toolbox, denied_with_reason, headless_refusal
+from iota.tools.base import (DECLINED, ApprovalRequest, Tool, ToolResult, Toolbox, denied_with_reason,
+                             headless_refusal)
+from iota.tools.modes import ASK, AUTO_EDIT, PLAN, PLAN_REFUSAL
 
 # How often the text of a streaming reply is appended to the log.
 PARTIAL_FLUSH_SECONDS = 1.0
@@ -69,15 +71,27 @@ class Approvals:
     every later command would let anything at all run unasked. A `Denial` (the person denied and
     said why) is what the model reads instead of the plain refusal."""
 
-    def __init__(self, ask: AskApproval | None, on_refused: Callable[[ApprovalRequest], None] | None = None):
+    def __init__(self, ask: AskApproval | None, on_refused: Callable[[ApprovalRequest], None] | None = None,
+                 mode: str = ASK):
         self._ask = ask  # None in a headless run: every gated call is refused
         self._on_refused = on_refused  # a headless run tells the person what it refused
         self._granted: set[tuple[str, str | None]] = set()
+        # The permission mode the person chose (MODES): `ask` adds nothing to the config, `plan`
+        # only narrows it, `auto-edit` widens it to file changes, and only ever by their choice.
+        self.mode = mode
+
+    def refused_by_mode(self, tool: Tool | None) -> ToolResult | None:
+        """In plan mode, the result of any call of a tool that is not read-only, asked or not."""
+        if self.mode == PLAN and tool is not None and not tool.read_only:
+            return ToolResult(PLAN_REFUSAL.format(tool=tool.name), is_error=True)
+        return None
 
     async def check(self, request: ApprovalRequest) -> ToolResult | None:
         """None when the call may run, else the result the model reads instead."""
         granted = (request.tool_name, request.grant)
         if granted in self._granted:
+            return None
+        if self.mode == AUTO_EDIT and request.edits_files and not request.ask_every_time:
             return None
         if self._ask is None:
             if self._on_refused is not None:
@@ -280,10 +294,10 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
     target = tool.target(call.arguments) if tool else ""
     observer.on_tool_start(call, target)
     request = tool.approval_request(call.arguments) if tool else None
-    # A call that would be refused is refused before anyone is asked.
-    refusal = toolbox.preflight(call.name, call.arguments) if request else None
+    refusal = approvals.refused_by_mode(tool)  # plan mode refuses without asking anyone
     if refusal is None and request:
-        refusal = await approvals.check(request)
+        # A call that would be refused is refused before anyone is asked.
+        refusal = toolbox.preflight(call.name, call.arguments) or await approvals.check(request)
     result = refusal
     if result is None:
         await recorder.record([Message(TOOL_STARTED, tool_call_id=call.id, tool_call_name=call.name, turn=turn.id)])

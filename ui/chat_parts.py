@@ -25,6 +25,7 @@ from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.state_file import StateFileOutlet
 from actors.mentions import FileListing, attach_mentions
+from actors.modes import card_line, saved_mode, starting_mode
 from actors.supervisor import ChatParts
 from actors.titler import Titler
 from actors.skills_watcher import SkillsWatcher
@@ -104,7 +105,12 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         commands["candidates"] = (CANDIDATES_HELP, upkeep.command)
     skills = SkillsWatcher(setup) if setup.mode in ("agent", "bot") and setup.agent.tools.skills else None
     commands["help"] = (COMMANDS["help"][0], help_command(commands, setup.mode))
-    card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings], chat.about)
+    # The permission mode: `--mode`'s, else the one the session was left in; any but `ask` is on the card.
+    chosen_mode = getattr(args, "mode", None)
+    session_now = chat.conversation.session
+    mode_line = card_line(chosen_mode or saved_mode(session_now.meta if session_now is not None else None))
+    card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings,
+                                                *([mode_line] if mode_line else [])], chat.about)
 
     def show_what_it_shows(lane: Lane) -> None:
         lane.card, lane.history = card, chat.history
@@ -124,7 +130,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         recover=compactor.recover if compactor else None,
         host_outlets=[StateFileOutlet(bots.bot_dir(setup.agent.name), setup.agent.name, setup.project_root,
                                       host.tmux)] if chat.bot else [],
-        on_start=[show_what_it_shows, *([compactor.check] if compactor else []), *(work.on_start if work else [])],
+        on_start=[show_what_it_shows, starting_mode(chosen_mode), *([compactor.check] if compactor else []),
+                  *(work.on_start if work else [])],
         # The `@` list's file listing runs beside the lane in every chat. A bot's session keeps
         # the bot's name (no title pass); its scheduler, its journal's writer and its upkeep run
         # beside the lane too.

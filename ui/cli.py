@@ -24,6 +24,7 @@ from pathlib import Path
 
 from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
+from iota.tools.modes import MODES
 from ui.commands.bots import add_bots_parser
 from ui.commands.mcp import add_mcp_parser
 from ui.commands.search import add_search_parser
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--no-save", action="store_true", help="start without saving (interactive only)")
         sub.add_argument("--max-turns", type=int, default=0, help="with -m: stop after N model calls (0 = no limit)")
         sub.add_argument("--output-format", choices=("text", "json"), default="text", help="with -m: text or json")
+        sub.add_argument("--mode", choices=MODES, help="the permission mode: ask (the config as written), "
+                         "auto-edit (file changes without asking) or plan (read-only)")
         sub.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
 
     run = commands.add_parser("run", help="start a chat with an agent")

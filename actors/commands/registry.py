@@ -22,6 +22,7 @@ from actors.commands.debug import DEBUG_HELP, debug
 from actors.commands.edit import EDIT_HELP, edit_message
 from actors.commands.file import FILE_HELP, attach_file
 from actors.commands.jobs import JOBS_HELP, show_jobs
+from actors.modes import MODE_HELP, mode_command
 from actors.commands.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
 from actors.commands.skill import show_skills
 from actors.events import ComposerText, Notice, Panel, SessionSaved, TurnEnded
@@ -372,6 +373,7 @@ COMMANDS = {
     "debug": (DEBUG_HELP, debug),
     "jobs": (JOBS_HELP, show_jobs),
     "edit": (EDIT_HELP, edit_message),
+    "mode": (MODE_HELP, mode_command),
     "quit": ("leave iota", None),
 }
 COMMANDS["help"] = (COMMANDS["help"][0], help_command(COMMANDS))

@@ -48,6 +48,7 @@ class McpTool(Tool):
         self.parameters = {"type": "object", **(listed.input_schema or {})}
         # A server that says a tool only reads may have its calls run beside one another.
         self.parallel = bool(listed.annotations and listed.annotations.read_only_hint)
+        self.read_only = self.parallel  # the server says it changes nothing; plan mode lets it run
 
     def target(self, args: dict[str, Any]) -> str:
         shown = json.dumps(args, ensure_ascii=False) if args else ""

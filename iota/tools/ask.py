@@ -115,6 +115,7 @@ CHOOSE_PARAMETERS: dict[str, Any] = {
 
 class ConfirmTool(Tool):
     name = "confirm"
+    read_only = True  # it asks the person, which planning is for
     description = CONFIRM_DESCRIPTION
     parameters = CONFIRM_PARAMETERS
 
@@ -136,6 +137,7 @@ class ConfirmTool(Tool):
 
 class ChooseTool(Tool):
     name = "choose"
+    read_only = True
     description = CHOOSE_DESCRIPTION
     parameters = CHOOSE_PARAMETERS
 

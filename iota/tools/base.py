@@ -45,6 +45,9 @@ class ApprovalRequest:
     # What "Allow for this session" covers, in the words its option shows ("" for the default:
     # every call of the tool), so no one expects more of it than it gives.
     covers: str = ""
+    # A change to the project's files (edit_file, write_file): what the `auto-edit` mode lets
+    # land without asking.
+    edits_files: bool = False
 
     @property
     def question(self) -> str:
@@ -62,6 +65,9 @@ class Tool:
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
     # Readers may run side by side with their neighbours; writers run one at a time.
     parallel: bool = False
+    # Changes nothing outside the chat (reads files, searches, asks the person): what the `plan`
+    # mode still lets the model call. Off unless a tool says so: a tool not marked is refused there.
+    read_only: bool = False
     # How the transcript names the tool when not by `name` (an MCP tool: `server:tool`).
     display_name: str = ""
 

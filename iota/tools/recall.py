@@ -70,6 +70,7 @@ class Recall(Tool):
     description = DESCRIPTION
     parameters = PARAMETERS
     parallel = True
+    read_only = True
 
     def __init__(self, journal: Journal):
         self.journal = journal

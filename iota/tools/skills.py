@@ -27,6 +27,7 @@ class LoadSkill(Tool):
         "required": ["skill"],
     }
     parallel = True
+    read_only = True
 
     def __init__(self, skills: list[Skill]):
         self.update(skills)

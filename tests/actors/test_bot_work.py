@@ -357,7 +357,7 @@ async def test_creating_or_deleting_a_schedule_asks_every_time_with_its_next_run
         worker.lane.submit(UserMessage("every weekday at 9 check the CI"))
         asked = await worker.answer(0)
         assert asked.title == 'schedule wants to create "CI summary" (weekdays 09:00) — allow?'
-        assert asked.options == ("Allow once", "Deny")  # never "for this session"
+        assert asked.options == ("Allow once", "Deny", "Deny and say why")  # never "for this session"
         assert "timetable: weekdays 09:00 — At 09:00 on Monday through Friday (Europe/Berlin)" in asked.detail
         assert len(asked.detail.split("next runs: ")[1].splitlines()[0].split(", ")) == 3
         await worker.until(lambda e: isinstance(e, TurnEnded))

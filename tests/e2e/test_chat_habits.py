@@ -3,9 +3,11 @@ model why, `@` file mentions, and permission modes on Shift+Tab."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
-from tests.e2e.test_chat import chat  # noqa: F401  (the fixture)
+from tests.e2e.test_chat import chat, saved_records  # noqa: F401  (the fixture)
 from tests.e2e.test_chat_tools import tool_result
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture under `chat`)
@@ -116,3 +118,98 @@ def test_in_the_chat_a_link_out_is_not_attached_and_the_request_does_not_carry_i
     assert "@notes.md not attached: path is outside the project root" in shown
     assert sent_user_content(iota, 0) == "read @notes.md"
     assert SECRET not in str(iota.model.requests[0].body)
+
+
+# ---- permission modes ------------------------------------------------------------------------
+
+PLAN_REFUSAL = "write_file was not run: the chat is in plan mode"
+
+
+def test_shift_tab_cycles_the_modes_on_the_status_row(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    iota.write_config(CODE)
+    screen = chat("run", "coder")
+    screen.send_keys("BTab")
+    screen.wait_for("mode: auto-edit — file changes land without asking")  # the hint, for a moment
+    screen.wait_for(" · mode: auto-edit")  # then the status row, for as long as it lasts
+    screen.send_keys("BTab")
+    screen.wait_for(" · mode: plan")
+    screen.send_keys("BTab")
+    screen.wait_for("mode: ask — the agent's config as written")
+    shown = screen.wait_for(re.compile(r"≈[\d.]+k / 200k \(\d+%\)\s*$", re.MULTILINE))
+    assert " · mode: " not in shown.splitlines()[-1]
+
+
+def test_in_plan_mode_a_write_is_refused_without_a_question_and_the_model_is_told(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    iota.write_config(CODE)
+    iota.model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"})])
+    iota.model.reply("Here is the plan instead.")
+    screen = chat("run", "coder")
+    screen.send_keys("BTab")
+    screen.send_keys("BTab")
+    screen.wait_for(" · mode: plan")
+    screen.type("write the notes")
+    screen.send_keys("Enter")
+    shown = screen.wait_for("Here is the plan instead.")
+    assert "wants to modify files" not in shown
+    assert not (iota.cwd / "notes.md").exists()
+    assert tool_result(iota, 1).startswith(PLAN_REFUSAL)
+    sent = [m["content"] for m in iota.model.requests[0].body["messages"] if m["role"] == "user"]
+    assert any("switched this chat to plan mode" in text for text in sent)  # told before the message
+    assert sent[-1] == "write the notes"
+
+
+def test_in_auto_edit_mode_a_write_lands_without_a_question(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    iota.write_config(CODE)
+    iota.model.reply(tool_calls=[tool_call("write_file", {"path": "notes.md", "content": "# Notes\n"})])
+    iota.model.reply("Written.")
+    screen = chat("run", "coder")
+    screen.send_keys("BTab")
+    screen.wait_for(" · mode: auto-edit")
+    screen.type("write the notes")
+    screen.send_keys("Enter")
+    shown = screen.wait_for("Written.")
+    assert "wants to modify files" not in shown
+    assert (iota.cwd / "notes.md").read_text() == "# Notes\n"
+
+
+def test_slash_mode_sets_it_the_session_keeps_it_and_the_resume_card_says_so(iota, chat):
+    (iota.cwd / ".git").mkdir()
+    iota.write_config(CODE)
+    iota.model.reply("Hello.")
+    screen = chat("run", "coder")
+    screen.type("/mode")
+    screen.send_keys("Enter")
+    screen.wait_for("❯ ask        the agent's config as written")
+    screen.type("/mode plan")
+    screen.send_keys("Enter")
+    screen.wait_for(" · mode: plan")
+    screen.type("hi")
+    screen.send_keys("Enter")
+    screen.wait_for("Hello.")
+    bundle, _ = saved_records(iota.cwd)
+    meta = json.loads((bundle / "meta.json").read_text())
+    assert meta["permission_mode"] == "plan"
+    screen.send_keys("C-d")
+    screen.wait_for_exit()
+    resumed = chat("resume", bundle.name)
+    shown = resumed.wait_for(" · mode: plan")
+    assert "mode plan: read-only: no file changes, no commands; the model plans" in shown
+
+
+def test_a_headless_run_takes_mode(iota):
+    (iota.cwd / ".git").mkdir()
+    iota.write_config(CODE)
+    iota.model.reply(tool_calls=[tool_call("write_file", {"path": "a.md", "content": "a\n"})])
+    iota.model.reply("Planned.")
+    done = iota("run", "coder", "--mode", "plan", "-m", "write a")
+    assert done.returncode == 0, done.stderr
+    assert not (iota.cwd / "a.md").exists()
+    assert tool_result(iota, 1).startswith("write_file was not run: the chat is in plan mode")
+    iota.model.reply(tool_calls=[tool_call("write_file", {"path": "a.md", "content": "a\n"})])
+    iota.model.reply("Written.")
+    done = iota("run", "coder", "--mode", "auto-edit", "-m", "write a")
+    assert done.returncode == 0, done.stderr
+    assert (iota.cwd / "a.md").read_text() == "a\n"

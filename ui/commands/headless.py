@@ -26,6 +26,7 @@ from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
 from iota.titles import fallback_title
 from iota.tools.base import ApprovalRequest
+from iota.tools.modes import ASK, PLAN, PLAN_NOTICE
 from ui.widgets.controls import escape_controls
 
 def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str) -> int:
@@ -56,7 +57,10 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
             setup.instructions = stored[-1]
         if bundle is not None:
             print(f"Resumed session {bundle.id} ({bundle.meta.get('message_count', 0)} messages)", file=sys.stderr)
-        turn = trio.run(_one_turn, setup, history, message, args.max_turns)
+        mode = args.mode or ASK  # what this command line chose; a saved session's mode is the chat's
+        if mode == PLAN:  # the model is told it is planning, as a chat's notice tells it
+            history = [*history, Message(USER, content=PLAN_NOTICE, notice=True)]
+        turn = trio.run(_one_turn, setup, history, message, args.max_turns, mode)
         if bundle is not None:
             try:
                 bundle.append([Message(USER, content=message), *turn.messages])
@@ -71,14 +75,15 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
     return EXIT_OK
 
 
-async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int) -> Turn:
+async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int, mode: str) -> Turn:
     turn = Turn()
     async with host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
         for warning in setup.warnings:  # a sandbox that is unavailable, an MCP server that failed
             print(f"Warning: {warning}", file=sys.stderr)
         request = setup.request(history + [Message(USER, content=message)], toolbox)
         try:
-            await run_turn(turn, setup.provider(), request, toolbox, Approvals(ask=None, on_refused=_note_refusal),
+            approvals = Approvals(ask=None, on_refused=_note_refusal, mode=mode)
+            await run_turn(turn, setup.provider(), request, toolbox, approvals,
                            max_turns=max_turns)
         finally:
             await setup.aclose()

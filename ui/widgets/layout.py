@@ -34,7 +34,8 @@ Keys, in order:
   transcript when the detail fits), and every other key goes to the composer;
 - while the `@` list shows (ui.widgets.mentions), Up/Down move in it, Tab or Enter complete the
   `@word` to the chosen path (Enter sends when nothing matches), Esc hides it;
-- Ctrl+O shows every tool output and summary in full, or their first lines again;
+- Ctrl+O shows every tool output and summary in full, or their first lines again; Shift+Tab
+  switches to the next permission mode (actors.modes);
 - on an empty composer with messages queued, Up and Esc take the last one back to edit, and
   Enter sends a queue held after Ctrl+C;
 - Esc cancels the innermost scope, PgUp/PgDn scroll the transcript, Ctrl+D on an empty
@@ -54,7 +55,7 @@ from functools import partial
 
 import urwid
 
-from actors.events import (Ask, CancelInnermost, Choose, ComposerText, Focus, Hint, Interrupt, JobsUpdate,
+from actors.events import (Ask, CancelInnermost, Choose, ComposerText, CycleMode, Focus, Hint, Interrupt, JobsUpdate,
                            JobsView, Leave, ListFiles, LoadOlder, Older, OpenTasks, ProjectFiles, SendQueued,
                            SlashCommands, Status, Submit, TakeBackQueued, TakenBack, TurnEnded, UserEcho)
 from actors.input import command_and_argument
@@ -283,6 +284,8 @@ class ChatLayout(urwid.WidgetWrap):
             self._arrange_bottom()
         elif key == "ctrl o":
             self.transcript.toggle_expanded()
+        elif key == "shift tab":
+            self._on_input(CycleMode())
         elif key in ("up", "esc") and empty and queued.messages:
             self._on_input(TakeBackQueued())
         elif key == "enter" and empty and queued.held:

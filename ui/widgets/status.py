@@ -2,6 +2,7 @@
 
     claude-sonnet-4-5 · ≈12.3k / 200k (6%) · Waiting for the model · 3s · 2 queued · job b3 cargo test 1m 12s
 
+A permission mode other than `ask` follows the context (`mode: plan`, `mode: auto-edit`).
 Background jobs end the row (v0.5.0): one reads `job b3 cargo test 1m 12s`, several `3 jobs 3m 1s`
 with the oldest's clock; `debug` follows while /debug records.
 
@@ -34,6 +35,8 @@ def context_text(status: Status) -> str:
 def status_segments(status: Status, now: float) -> list[tuple[str, str]]:
     """The row's segments as (attribute, text), in order; `now` is on the clock `running_since` is."""
     segments = [("status", status.model), ("status", context_text(status))]
+    if status.mode != "ask":  # a mode the person chose: on the row for as long as it lasts
+        segments.append(("status_running", f"mode: {status.mode}"))
     if status.running and status.retry is not None and status.running_since is not None:
         # A wait before a retry counts down to its next attempt rather than up.
         left = max(0, math.ceil(status.retry.seconds - (now - status.running_since)))

@@ -64,6 +64,7 @@ def search_base(tool: CodeTool, args: dict[str, Any]) -> Target:
 
 class Reader(CodeTool):
     parallel = True
+    read_only = True
 
 
 class Glob(Reader):

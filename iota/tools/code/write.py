@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import difflib
 import os
+from dataclasses import replace
 from typing import Any, BinaryIO
 
-from iota.tools.base import ToolResult
+from iota.tools.base import ApprovalRequest, ToolResult
 from iota.errors import ToolError
 from iota.tools.code.paths import Target, open_failure
 from iota.tools.code.shared import (
@@ -72,6 +73,10 @@ class Writer(CodeTool):
 
     def check_planned(self, target: Target, args: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def approval_request(self, args: dict[str, Any]) -> ApprovalRequest | None:
+        request = super().approval_request(args)
+        return replace(request, edits_files=True) if request is not None else None
 
     def writable_target(self, args: dict[str, Any]) -> Target:
         target = self.code.locate(text_arg(args, "path"))
