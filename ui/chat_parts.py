@@ -43,7 +43,8 @@ from iota.mcp.servers import servers_for_run
 from iota.prompt import agents_files
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
-from iota.sessions.bundle import Session, list_sessions, lock_bundle
+from iota.sessions.bundle import Session, lock_bundle
+from iota.sessions.listing import list_sessions
 from iota.sessions.log import LOG_NAME
 from iota.sessions.tree import tree_choices
 from iota.bots.candidates import CandidateBook, end_of_log

@@ -26,7 +26,7 @@ from iota.bots import bot as bots
 from iota.errors import BotError, IotaError
 from iota.messages import SYSTEM, Message
 from iota.sessions import manage
-from iota.sessions.bundle import SessionInfo, list_sessions, resolve_session
+from iota.sessions.listing import list_sessions, resolve_session, SessionInfo
 from iota.text import clean_title
 from iota.sessions.tree import children_of, tree_choices
 

@@ -57,7 +57,8 @@ from iota.memory.file import ensure_memory
 from iota.memory.layers import BotMemory
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
-from iota.sessions.bundle import Session, is_bundle, list_sessions, parse_stamp, write_atomically
+from iota.sessions.bundle import Session, parse_stamp, write_atomically
+from iota.sessions.listing import is_bundle, list_sessions
 from iota.sessions.log import json_bytes
 
 POINTER_NAME = "bot.json"

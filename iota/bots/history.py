@@ -20,7 +20,7 @@ from pathlib import Path
 from iota.bots.journal import JOURNAL_NAME, open_reader
 from iota.errors import SearchError
 from iota.paths import app_home, bots_dir
-from iota.sessions.bundle import all_bundles
+from iota.sessions.listing import all_bundles
 from iota.sessions.index import SearchIndex, log_source
 from iota.sessions.search import Found, Hit, search
 

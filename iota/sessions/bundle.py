@@ -1,4 +1,5 @@
-"""Session bundles: ids, the one writer, and `iota list sessions`.
+"""Session bundles: ids, where they are, and the one writer (`iota list sessions` is
+iota.sessions.listing).
 
 A bundle is a directory holding `meta.json` or `messages.jsonl` (an empty directory is not a
 bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.meta):
@@ -24,23 +25,20 @@ worker thread, shielded from cancellation, so a record is never torn by Ctrl+C.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from iota import attachments
 from iota.sessions import locking
-from iota.errors import AmbiguousSession, MetaNotSaved, SessionError, SessionNotFound
+from iota.errors import MetaNotSaved, SessionError, SessionNotFound
 from iota.messages import (ASSISTANT, COMPACTION, PARTIAL, REWIND, SYSTEM, TOOL, TOOL_STARTED, TURN_END, USER,
                            Message)
-from iota.paths import sessions_dir
+from iota.sessions.listing import bucket_dirs, is_bundle
 from iota.sessions.log import (
     INTERRUPTED_RESULT,
     LOG_NAME,
@@ -51,7 +49,6 @@ from iota.sessions.log import (
     load_log,
     repair_tail,
 )
-from iota.text import clean_title
 from iota.sessions.meta import (
     META_NAME,
     now_stamp,
@@ -65,9 +62,8 @@ from iota.sessions.meta import (
 
 # The session log's and meta's public names are re-exported, so callers need only `iota.sessions.bundle`.
 __all__ = [
-    "INTERRUPTED_RESULT", "META_NAME", "Session", "SessionInfo", "SessionView", "format_session_list",
-    "list_sessions", "delete_session", "new_session_id", "now_stamp", "parse_stamp", "read_meta", "relative_time",
-    "render_meta", "repair_tail", "resolve_session", "session_label", "write_atomically",
+    "INTERRUPTED_RESULT", "META_NAME", "Session", "SessionView", "delete_session", "new_session_id", "now_stamp",
+    "parse_stamp", "read_meta", "render_meta", "repair_tail", "write_atomically",
 ]
 
 LOCK_NAME = ".lock"
@@ -77,7 +73,6 @@ ID_LENGTH = 12
 TURN_ID_LENGTH = 8
 # The loader's checkpoint (see iota.sessions.log). Other programs preserve it as an unknown key.
 _INDEX_KEY = "view_index"
-_PLAUSIBLE_ID = re.compile(r"[0-9A-Za-z]+")
 MESSAGE_ROLES = frozenset({SYSTEM, USER, ASSISTANT, TOOL})
 # The records stamped with the time they were written (`at`): the end of each turn, which dates
 # every record of the turn, and the compactions and rewinds between turns. (The records of the
@@ -90,7 +85,7 @@ STAMPED_ROLES = frozenset({COMPACTION, TURN_END, REWIND})
 
 def new_session_id() -> str:
     """A random id that no bundle, flat or in any project bucket, already uses."""
-    buckets = _bucket_dirs()
+    buckets = bucket_dirs()
     while True:
         candidate = _random_id()
         if not any(os.path.lexists(bucket / candidate) for bucket in buckets):
@@ -104,64 +99,6 @@ def _random_id(length: int = ID_LENGTH) -> str:
 def new_turn_id() -> str:
     """A short id for the records of one turn; unique enough within one log."""
     return _random_id(TURN_ID_LENGTH)
-
-
-def _bucket_dirs() -> list[Path]:
-    """The flat sessions dir and every project bucket: the places a bundle can live."""
-    root = sessions_dir()
-    projects = root / "projects"
-    buckets = [root]
-    if projects.is_dir():
-        buckets += sorted(path for path in projects.iterdir() if path.is_dir())
-    return buckets
-
-
-def is_bundle(path: Path) -> bool:
-    return (path / META_NAME).is_file() or (path / LOG_NAME).is_file()
-
-
-def _bundles_in(bucket: Path) -> list[Path]:
-    try:
-        return sorted(path for path in bucket.iterdir() if is_bundle(path))
-    except FileNotFoundError:
-        return []
-
-
-def all_bundles() -> list[Path]:
-    return [bundle for bucket in _bucket_dirs() for bundle in _bundles_in(bucket)]
-
-
-def resolve_session(prefix: str, scope: Path | None = None, *, include_archived: bool = False) -> Path:
-    """The bundle dir whose id is `prefix`, or the one id it begins (ignoring case).
-
-    `scope` is the mode's own bucket (the flat dir, or a project's); it is searched first and
-    all sessions only when nothing in it matches. A prefix matching several bundles is an error
-    rather than a guess. Archived sessions are left out unless `include_archived`; when only an
-    archived one matches, the error says so.
-    """
-    if not _PLAUSIBLE_ID.fullmatch(prefix):
-        raise SessionError(f'invalid session id "{prefix}"')
-    try:
-        views = ([_bundles_in(scope)] if scope is not None else []) + [all_bundles()]
-    except OSError as exc:
-        raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
-    archived_match = False
-    for bundles in views:
-        named = [bundle for bundle in bundles if bundle.name.lower().startswith(prefix.lower())]
-        if not include_archived:
-            shown = [bundle for bundle in named if not SessionInfo.read(bundle).archived]
-            archived_match = archived_match or len(shown) < len(named)
-            named = shown
-        exact = [bundle for bundle in named if bundle.name == prefix]
-        if exact:
-            return exact[0]
-        if len(named) == 1:
-            return named[0]
-        if named:
-            names = ", ".join(sorted(bundle.name for bundle in named))
-            raise AmbiguousSession(f'session id "{prefix}" is ambiguous: {names}')
-    hint = " (an archived session does: add --all)" if archived_match else ""
-    raise SessionNotFound(f'no session matches "{prefix}"{hint}')
 
 
 # -- the writer --------------------------------------------------------------------------------------
@@ -472,84 +409,3 @@ def lock_bundle(bundle: Path, consequence: str = "") -> locking.HeldLock:
 
 def _open_log(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-
-
-# -- iota list sessions ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """What the session list, the tree and the pickers show about a bundle."""
-
-    id: str
-    dir: Path
-    title: str
-    model: str
-    updated_at: str
-    message_count: int
-    agent: str = ""
-    parent: str = ""       # the id of the session it sits under in the tree; "" at the top
-    archived: bool = False
-
-    @classmethod
-    def read(cls, bundle: Path) -> SessionInfo:
-        """A bundle's info; a meta.json that cannot be read still lists, with what is known."""
-        try:
-            meta = read_meta(bundle)
-        except SessionError:
-            meta = {}
-
-        def text(key: str) -> str:
-            value = meta.get(key)
-            return value if isinstance(value, str) else ""
-
-        count = meta.get("message_count")
-        return cls(bundle.name, bundle, text("title"), text("model"), text("updated_at"),
-                   count if type(count) is int else 0, text("agent"), text("parent"), meta.get("archived") is True)
-
-
-def list_sessions(scope: Path | None = None, *, include_archived: bool = False) -> list[SessionInfo]:
-    """Every bundle (or those in the bucket `scope`), most recently updated first, unknown times
-    last; archived ones only with `include_archived`."""
-    try:
-        bundles = _bundles_in(scope) if scope is not None else all_bundles()
-    except OSError as exc:
-        raise SessionError(f"failed to list sessions: {exc.strerror}: {exc.filename}") from exc
-    infos = [info for info in map(SessionInfo.read, bundles) if include_archived or not info.archived]
-
-    def newest_first(info: SessionInfo) -> tuple[bool, float]:
-        when = parse_stamp(info.updated_at)
-        return (when is None, -when.timestamp() if when is not None else 0.0)
-
-    return sorted(infos, key=newest_first)
-
-
-def format_session_list(sessions: Sequence[SessionInfo], now: datetime) -> str:
-    """The text of `iota list sessions`, in the order given. `now` must carry a time zone."""
-    if not sessions:
-        return "No saved sessions."
-    width = max(len(info.id) for info in sessions)
-    return "\n".join(["Sessions:", *(f"  {info.id.rjust(width)}  {session_label(info, now)}" for info in sessions)])
-
-
-def session_label(info: SessionInfo, now: datetime, *, agent: bool = False) -> str:
-    """`<title or (untitled)> · <model> · <time> · <n> msgs`, as `iota list sessions` shows it;
-    then (`agent`, as the tree and the pickers show it) the agent, and ` · archived` when it is.
-    The title is cleaned again: a meta.json may have been written by something else."""
-    parts = [clean_title(info.title) or "(untitled)", info.model, relative_time(info.updated_at, now),
-             f"{info.message_count} msgs", info.agent if agent else "", "archived" if info.archived else ""]
-    return " · ".join(part for part in parts if part)
-
-
-def relative_time(stamp: str, now: datetime) -> str:
-    when = parse_stamp(stamp)
-    if when is None:
-        return "unknown"
-    seconds = (now - when).total_seconds()
-    if seconds < 60:
-        return "just now"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m ago"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)}h ago"
-    return when.astimezone().strftime("%Y-%m-%d %H:%M")

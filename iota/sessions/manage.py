@@ -31,7 +31,8 @@ from typing import Any
 from iota.errors import SessionError
 from iota.messages import ASSISTANT, SYSTEM, Message
 from iota import attachments
-from iota.sessions.bundle import Session, SessionInfo, SessionView, list_sessions, lock_bundle
+from iota.sessions.bundle import Session, SessionView, lock_bundle
+from iota.sessions.listing import list_sessions, SessionInfo
 from iota.sessions.log import LOG_NAME, load_log
 from iota.sessions.meta import META_NAME, read_or_rebuild_meta, render_meta, write_atomically
 from iota.text import clean_title

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from iota.sessions.bundle import SessionInfo, session_label
+from iota.sessions.listing import session_label, SessionInfo
 from iota.text import clean_title
 
 BRANCH, LAST_BRANCH, THROUGH, BLANK = "├─ ", "└─ ", "│  ", "   "

@@ -115,7 +115,7 @@ def import_bot(loaded, args: argparse.Namespace) -> int:
 def render_list(loaded) -> str:
     from iota.bots import roster
     from iota.bots.state_file import read_state, state_line
-    from iota.sessions.bundle import relative_time
+    from iota.sessions.listing import relative_time
 
     now = datetime.now().astimezone()
     rows = []

@@ -14,12 +14,12 @@ def list_command(args: argparse.Namespace) -> int:
     if args.what == "sessions":
         from datetime import datetime
 
-        from iota.sessions import bundle as session
+        from iota.sessions import listing
         from iota.sessions.tree import format_session_tree
 
         # Archived sessions are hidden unless --all; --tree draws children under their parent.
-        infos = session.list_sessions(include_archived=args.all)
-        render = format_session_tree if args.tree else session.format_session_list
+        infos = listing.list_sessions(include_archived=args.all)
+        render = format_session_tree if args.tree else listing.format_session_list
         print(render(infos, datetime.now().astimezone()))
         return EXIT_OK
     loaded = load_config(args)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from iota.bots import bot as bots
 from iota.errors import BotError, IotaError
-from iota.sessions.bundle import Session, resolve_session
+from iota.sessions.bundle import Session
+from iota.sessions.listing import resolve_session
 from iota.sessions.manage import fork_bundle
 
 

@@ -95,7 +95,8 @@ def _refuse_before_the_screen(args: argparse.Namespace) -> None:
     from iota.sessions import locking
 
     if args.command == "resume" and args.id:
-        from iota.sessions.bundle import lock_bundle, resolve_session
+        from iota.sessions.bundle import lock_bundle
+        from iota.sessions.listing import resolve_session
 
         bundle = resolve_session(args.id, include_archived=args.all)
         if not args.fork:  # a fork only reads the session it starts from

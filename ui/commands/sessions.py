@@ -41,7 +41,9 @@ def add_sessions_parser(commands: argparse._SubParsersAction) -> None:
 def sessions_command(args: argparse.Namespace) -> int:
     from iota.bots import bot as bots
     from iota.sessions import manage
-    from iota.sessions.bundle import SessionInfo, list_sessions, resolve_session
+    from iota.sessions.listing import list_sessions
+    from iota.sessions.listing import SessionInfo
+    from iota.sessions.listing import resolve_session
     from iota.text import clean_title
     from iota.sessions.tree import format_session_tree
 

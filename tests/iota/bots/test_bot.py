@@ -31,7 +31,8 @@ from iota.config.entries import AgentConfig, ModelConfig, ProviderConfig
 from iota.errors import BotError, LockingUnsupported, SessionLocked
 from iota.messages import Message
 from iota.paths import bots_dir, sessions_dir
-from iota.sessions.bundle import Session, list_sessions, read_meta, render_meta, write_atomically
+from iota.sessions.bundle import Session, read_meta, render_meta, write_atomically
+from iota.sessions.listing import list_sessions
 
 REPO = Path(__file__).resolve().parents[3]
 PROJECT = Path("/work/iota")

@@ -15,7 +15,8 @@ from iota.errors import SessionError, SessionLocked, SessionNotFound
 from iota.messages import ASSISTANT, SYSTEM, USER, Message, ToolCall, Usage
 from iota.paths import sessions_dir
 from iota.sessions import manage
-from iota.sessions.bundle import Session, list_sessions, read_meta, resolve_session
+from iota.sessions.bundle import Session, read_meta
+from iota.sessions.listing import list_sessions, resolve_session
 from iota.sessions.log import load_log
 
 OLD_META = {"v": 1, "id": "", "created_at": "2026-08-01T10:00:00+00:00", "updated_at": "2026-08-01T10:00:00+00:00",

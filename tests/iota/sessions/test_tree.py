@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from iota.sessions.bundle import SessionInfo
+from iota.sessions.listing import SessionInfo
 from iota.sessions.tree import descendants, format_session_tree, tree_choices, tree_rows
 
 NOW = datetime(2026, 8, 31, 12, 0, 0, tzinfo=timezone.utc)
