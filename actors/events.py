@@ -4,7 +4,7 @@
     face ──TakeBackQueued / SendQueued / LoadOlder──► input actor ─► the lane's queue, the history
     face ──CycleMode──► input actor ─► the lane's approvals (actors.modes)
     face ──ListFiles──► input actor ─► the project's listing ──ProjectFiles(paths)──► face (the `@` list)
-    turn lane ──UserEcho / TextDelta / ToolStarted / ToolEnded / Notice / ErrorLine / TurnEnded──► face
+    turn lane ──UserEcho / TextDelta / ToolStarted / ToolProgress / ToolEnded / Notice / ErrorLine / TurnEnded──► face
     turn lane ──Choose(title, options, reply channel, detail)──► face ──index or None──► the waiting job
     turn lane ──ComposerText──► face (the composer's text)
     the ask tools ──Ask(questions, reply channel)──► face ──answers or None──► the waiting tool call
@@ -118,6 +118,15 @@ class ToolEnded:
     output: str           # exactly what the model reads; the transcript shows its first lines
     display: str | None   # the diff of an edit, a memory line: shown in full
     is_error: bool
+
+
+@dataclass(frozen=True)
+class ToolProgress:
+    """A running call's live line, replaced by each newer one and gone when the call ends: a
+    helper's `reviewer · read_file a.py · 12s` under its `delegate` call."""
+
+    call_id: str
+    text: str
 
 
 @dataclass(frozen=True)

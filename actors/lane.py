@@ -51,7 +51,8 @@ from actors.ask import needing_input
 from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
 from actors.history import SessionHistory, tool_started
 from actors.notifier import HostLink
-from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, TurnEnded, UserEcho)
+from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolProgress, TurnEnded,
+                           UserEcho)
 from iota.agent import Approvals, Decision, Denial, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter, TokenCount
@@ -81,6 +82,7 @@ class Lane:
         self.host = host
         self.inbox = Inbox()
         self.approvals = Approvals(self._ask_approval)
+        setup.caller_session = lambda: self.conversation.session   # a helper's session goes under it
         self._job_scope: trio.CancelScope | None = None
         self._turn: Turn | None = None
         self._failed = False  # the running job failed: the host shows the error state after it
@@ -532,6 +534,10 @@ class _Observer:
         started = tool_started(call, target, tool.display_name if tool is not None else "", asks=asks)
         self.lane.set_running(f"{started.name} {started.target}".strip())
         self.lane.emit(started)
+
+    def on_progress(self, call: ToolCall, text: str) -> None:
+        self.lane.set_running(text)
+        self.lane.emit(ToolProgress(call.id, text))
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")

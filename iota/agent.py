@@ -24,8 +24,10 @@ goes on: nothing the model did is acted on before it is on disk.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Protocol
 
@@ -106,6 +108,19 @@ class Approvals:
             return ToolResult(DECLINED, is_error=True)
         return None
 
+    def for_helper(self, name: str) -> Approvals:
+        """The approvals of a helper this turn runs (iota.delegation): its questions go to the same
+        person, each labelled with the helper's name (`reviewer: shell make test wants to …`), and a
+        run that cannot ask refuses them as it refuses its own. What the person allows for the
+        session stays with that helper's run: a grant to one helper is none to its caller."""
+        def labelled(request: ApprovalRequest) -> ApprovalRequest:
+            return dataclasses.replace(request, label=f"{name}: {request.label}")
+
+        ask = self._ask
+        refused = self._on_refused
+        return Approvals(None if ask is None else (lambda request: ask(labelled(request))),
+                         None if refused is None else (lambda request: refused(labelled(request))))
+
 
 class TurnObserver(Protocol):
     """What a face (the terminal app, a headless run) wants to know while a turn runs."""
@@ -113,6 +128,21 @@ class TurnObserver(Protocol):
     def on_text(self, text: str) -> None: ...
     def on_tool_start(self, call: ToolCall, target: str) -> None: ...
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None: ...
+    def on_progress(self, call: ToolCall, text: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class CallContext:
+    """The call a tool is running for, with its turn's approvals and observer: what a tool that
+    runs a turn of its own (a helper, iota.delegation) asks and reports through. Set in the call's
+    own task, so calls running side by side each see theirs."""
+
+    call: ToolCall
+    approvals: Approvals
+    observer: TurnObserver
+
+
+current_call: ContextVar[CallContext | None] = ContextVar("current_call", default=None)
 
 
 class TurnRecorder(Protocol):
@@ -136,6 +166,9 @@ class QuietObserver:
         pass
 
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
+        pass
+
+    def on_progress(self, call: ToolCall, text: str) -> None:
         pass
 
 
@@ -301,6 +334,7 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
     result = refusal
     if result is None:
         await recorder.record([Message(TOOL_STARTED, tool_call_id=call.id, tool_call_name=call.name, turn=turn.id)])
+        current_call.set(CallContext(call, approvals, observer))  # this task's own: calls run in tasks of their own
         with _innermost(turn) as scope:
             result = await toolbox.call(call.name, call.arguments)
         if scope.cancelled_caught:

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 from contextlib import asynccontextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable
@@ -65,6 +66,8 @@ class ChatSetup:
     confinement: Confinement | None = None
     # `/debug`: while on, every request the chat's provider makes is recorded (iota.debug_log).
     debug: DebugLog = field(default_factory=DebugLog)
+    # The session the chat now writes (the lane sets it): a helper's child session goes under it.
+    caller_session: Callable[[], Session | None] = lambda: None
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -91,9 +94,11 @@ class ChatSetup:
         """Where this chat's sessions live: per project in agent mode, else the flat directory."""
         return paths.project_sessions_dir(self.project_root) if self.mode == "agent" else paths.sessions_dir()
 
-    def new_session(self, title: str | None = None, parent: str | None = None) -> Session:
-        """A session for this chat (under `parent` in the tree, for a fork), written at its first append."""
-        return Session.new(self.sessions_bucket(), **self.model.meta_fields(), cwd=str(self.project_root),
+    def new_session(self, title: str | None = None, parent: str | None = None,
+                    bucket: Path | None = None) -> Session:
+        """A session for this chat (under `parent` in the tree, for a fork), written at its first
+        append; in `bucket` when given (a helper's run goes beside its caller's session)."""
+        return Session.new(bucket or self.sessions_bucket(), **self.model.meta_fields(), cwd=str(self.project_root),
                            agent=self.agent.name, title=title, parent=parent)
 
     def switch_model(self, name: str) -> None:
@@ -184,6 +189,8 @@ class ChatSetup:
         if self.interactive and tools.ask and self.asker is not None:
             for tool in ask_tools(self.asker):
                 toolbox.add(tool)
+        if tools.delegate is not None and tools.delegate.agents:
+            toolbox.add(self._delegate_tool(toolbox))
         if tools.shell is None:
             yield toolbox
             return
@@ -223,6 +230,47 @@ class ChatSetup:
             toolbox.add(tool)
             yield toolbox
 
+
+    def _delegate_tool(self, toolbox: Toolbox):
+        """The `delegate` tool of this chat; its helpers share `toolbox`'s MCP servers (those the
+        helper may use), since a helper starts none of its own."""
+        from iota.tools.delegate import DelegateTool
+
+        options = self.agent.tools.delegate
+        described = {name: self.config.agents[name].description or "" for name in options.agents}
+        return DelegateTool(described, partial(self._run_helper, toolbox), options.max_parallel)
+
+    async def _run_helper(self, toolbox: Toolbox, name: str, task: str):
+        from iota.delegation import run_helper
+
+        helper = self.helper_setup(name)
+        servers = helper.agent.mcp_servers
+
+        @asynccontextmanager
+        async def open_tools() -> AsyncIterator[Toolbox]:
+            async with helper._open_builtin_tools(None) as tools:
+                for tool in toolbox:   # the caller's MCP tools of the servers the helper may use
+                    server = getattr(tool, "server", None)
+                    if server is not None and (servers is None or server in servers):
+                        tools.add(tool)
+                yield tools
+
+        return await run_helper(helper, name, task, open_tools, parent=self.caller_session(),
+                                save=not helper.agent.no_save)
+
+    def helper_setup(self, name: str) -> ChatSetup:
+        """The setup of the helper `name` when this chat hands it a task: its entry narrowed by
+        this chat's (iota.config.delegation), its own model and instructions, this chat's project
+        and cwd. It asks the person nothing through the ask tools (several helpers may run at once)."""
+        from iota.config.delegation import narrow_helper
+
+        agent = narrow_helper(self.config.agents[name], self.agent)
+        bot = None  # a helper has no bot memory of its own: narrow_helper runs a bot entry as an agent
+        skills, _ = discover(self.project_root, bot) if agent.mode == "agent" and agent.tools.skills else ([], [])
+        return ChatSetup(config=self.config, agent=agent, model=settings.resolve_model(self.config, agent),
+                         project_root=self.project_root, cwd=self.cwd,
+                         instructions=read_instructions(self.config, agent, self.cwd, None),
+                         interactive=self.interactive, skills=skills, confinement=self.confinement)
 
     def _project_pin(self) -> ProjectPin:
         """The project file this chat's config was read with, for the iotas its commands start."""

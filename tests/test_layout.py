@@ -34,6 +34,8 @@ IOTA_ORDER = (
     "sandbox", "tools", "mcp",
     # one turn, the system prompt, the title pass, the debug log, the terminal hosts
     "agent", "prompt", "titles", "debug_log", "hosts",
+    # a helper's turn, run inside a tool call of the chat's (the chat builds its setup)
+    "delegation",
     # what one chat is made of
     "chat",
 )

@@ -24,7 +24,7 @@ from iota.errors import ConfigError
 
 TOP_LEVEL = ("providers", "models", "agents", "mcp_servers")
 PROVIDER_TYPES = ("anthropic", "openai", "openresponses", "gemini", "bedrock", "vertex")
-TOOLSETS = ("shell", "code", "skills", "ask")
+TOOLSETS = ("shell", "code", "skills", "ask", "delegate")
 MODES = ("chat", "agent", "bot")
 
 PROVIDER_KEYS = ("type", "key", "url", "region", "project_id")
@@ -40,6 +40,7 @@ TOOLSET_KEYS = {
     "shell": ("sandbox", "network", "auto_run", "write", "env_keep", "limits"),
     "skills": (),
     "ask": (),
+    "delegate": ("agents", "max_parallel", "max_depth"),
 }
 BOOLEAN_KEYS = {"no_save", "notify", "journal", "upkeep", "reports_usage", "supports_tools", "read_only", "auto_write", "network", "auto_run"}
 

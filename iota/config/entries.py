@@ -137,6 +137,36 @@ class ShellOptions:
     limits: ShellLimits = field(default_factory=ShellLimits.default)
 
 
+# How many helpers one turn runs at once by default, and the bounds of `max_parallel` and
+# `max_depth` (helpers of helpers: 2 at most, since each level multiplies what runs at once).
+DEFAULT_MAX_PARALLEL = 4
+MAX_PARALLEL = 16
+MAX_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class DelegateOptions:
+    """The `delegate` set: which agents may be handed a task, how many run at once, and how many
+    levels of helpers may stand below this agent (1: its helpers cannot delegate further)."""
+
+    agents: tuple[str, ...] = ()
+    max_parallel: int = DEFAULT_MAX_PARALLEL
+    max_depth: int = 1
+
+    @classmethod
+    def decode(cls, given: dict) -> DelegateOptions:
+        agents = tuple(_texts(given, "agents", "tools.delegate.agents"))
+        parallel = given.get("max_parallel", DEFAULT_MAX_PARALLEL)
+        if isinstance(parallel, bool) or not isinstance(parallel, int) or not 1 <= parallel <= MAX_PARALLEL:
+            raise BadValue("tools.delegate.max_parallel",
+                           f"want a number of helpers from 1 to {MAX_PARALLEL}, got {parallel!r}")
+        depth = given.get("max_depth", 1)
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+            raise BadValue("tools.delegate.max_depth",
+                           f"want 1 (helpers cannot delegate) or {MAX_DEPTH} (they can, once), got {depth!r}")
+        return cls(agents, parallel, depth)
+
+
 @dataclass(frozen=True)
 class Toolsets:
     """The built-in toolsets an agent turned on; None means off."""
@@ -146,10 +176,11 @@ class Toolsets:
     skills: bool = True
     ask: bool = True
     named: tuple[str, ...] = ()  # the sets `tools:` names and does not turn off
+    delegate: DelegateOptions | None = None
 
     @classmethod
     def decode(cls, raw: dict | None) -> Toolsets:
-        """Presence turns code and shell on (with their options, if any); `false` turns a set off.
+        """Presence turns code, shell and delegate on (with their options, if any); `false` turns a set off.
         skills and ask are on unless written `false`."""
         raw = raw or {}
         named = tuple(name for name, options in raw.items() if options is not False)
@@ -174,7 +205,8 @@ class Toolsets:
                                  tuple(_texts(given, "write", "tools.shell.write")),
                                  tuple(_texts(given, "env_keep", "tools.shell.env_keep")),
                                  decode_limits(given.get("limits")))  # checked by the audit already
-        return cls(code, shell, raw.get("skills") is not False, raw.get("ask") is not False, named)
+        delegate = None if (given := options("delegate")) is None else DelegateOptions.decode(given)
+        return cls(code, shell, raw.get("skills") is not False, raw.get("ask") is not False, named, delegate)
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,14 @@ The orders, in words:
 
     a flag that gives more            off is narrower: auto_write, auto_run, network, no_save,
                                       journal, upkeep, and each toolset being on (code, shell,
-                                      skills, ask)
+                                      skills, ask, delegate)
     read_only                         on is narrower
     sandbox, mode                     auto < off;  chat < agent < bot
-    lists of what is reached          fewer is narrower: mcp_servers, write, env_keep, inherit
+    lists of what is reached          fewer is narrower: mcp_servers, write, env_keep, inherit,
+                                      delegate.agents
     numbers                           auto_continue: fewer turns; upkeep_every: more turns apart;
-                                      shell limits: none higher (memory, file_size, processes)
+                                      shell limits: none higher (memory, file_size, processes);
+                                      delegate.max_parallel, delegate.max_depth: lower
     model, choices, title_model       any model that stays (not one left out, nor on a provider
                                       the file defines): they choose among the person's providers
     system_file                       the person's own, or a file inside the project
@@ -176,6 +178,12 @@ def _shell(name: str) -> Callable[[Any, Context], Any]:
     return lambda agent, context: getattr(agent.tools.shell or context.defaults().tools.shell, name)
 
 
+def _delegate(name: str) -> Callable[[Any, Context], Any]:
+    """An option of the delegate set; the set's default while it is off."""
+    return lambda agent, context: getattr(agent.tools.delegate or context.decode(
+        "", {"tools": {"delegate": {}}}).tools.delegate, name)
+
+
 def _field(name: str) -> Callable[[Any, Context], Any]:
     return lambda agent, context: getattr(agent, name)
 
@@ -223,6 +231,14 @@ def _orders() -> dict[str, Order | None]:
         "tools.shell.limits": Order(_shell("limits"), lower_limits, "shell"),
         "tools.skills": Order(lambda agent, context: agent.tools.skills, on_is_wider("turns on skills")),
         "tools.ask": Order(lambda agent, context: agent.tools.ask, on_is_wider("turns on the ask tools")),
+        "tools.delegate": Order(lambda agent, context: agent.tools.delegate is not None,
+                                on_is_wider("lets it hand tasks to other agents")),
+        "tools.delegate.agents": Order(_delegate("agents"), fewer(
+            lambda added: f"hands tasks to {_plural('agent', added)}"), "delegate"),
+        "tools.delegate.max_parallel": Order(_delegate("max_parallel"), at_most(
+            "runs {theirs} helpers at once (yours: {ours})"), "delegate"),
+        "tools.delegate.max_depth": Order(_delegate("max_depth"), at_most(
+            "lets its helpers delegate in turn ({theirs} levels; yours: {ours})"), "delegate"),
     }
 
 

@@ -191,6 +191,12 @@ def _check_references(config: Config) -> None:
             if server not in config.mcp_servers:
                 raise fail(source, f"agents.{name}.mcp_servers",
                            f'unknown MCP server "{server}" (configured: {_names(config.mcp_servers)})')
+        delegate = agent.tools.delegate
+        for helper in delegate.agents if delegate is not None else ():
+            if helper not in config.agents or helper == name:
+                why = "an agent cannot be its own helper" if helper == name else \
+                    f'unknown agent "{helper}" (configured: {_names(config.agents)})'
+                raise fail(source, f"agents.{name}.tools.delegate.agents", why)
         problem = inheritance.problem(config.agents, name)
         if problem:
             raise fail(source, f"agents.{name}.inherit", problem)

@@ -53,7 +53,8 @@ too: scripted with `upkeep(...)` (or `respond_to_upkeep`), recorded in `upkeep_r
 answered `Nothing to keep.` when nothing is scripted for it — a model wrapping up with nothing to
 do. It is checked against the real APIs' rules like any other request.
 
-Every request is recorded (path, headers, parsed JSON body), with whether the client went away
+Every request is recorded (path, headers, parsed JSON body, when it came and when it was
+answered: `received`, `finished`), with whether the client went away
 before the server had finished (`disconnected`). The waiting helpers (`wait_for_request`,
 `RecordedRequest.wait_done`) block; from trio, call them through `trio.to_thread.run_sync`.
 """
@@ -169,6 +170,10 @@ class RecordedRequest:
     dialect: str | None
     disconnected: bool = False  # the client went away before the server had finished answering
     raw_body: bytes = b""  # the body as sent (a signature covers these bytes)
+    # When the server had read the request, and when it had finished answering it (time.monotonic;
+    # 0.0 until then): requests served side by side overlap, `a.received < b.finished`.
+    received: float = field(default_factory=time.monotonic)
+    finished: float = 0.0
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def wait_done(self, timeout: float = 5.0) -> bool:
@@ -467,6 +472,7 @@ class FakeModel:
         except _ServerClosing:
             pass
         finally:
+            record.finished = time.monotonic()
             record._done.set()
 
     def _serve_token(self, handler: _Handler, form: str) -> None:

@@ -33,7 +33,7 @@ import itertools
 
 import urwid
 
-from actors.events import (Card, Compaction, ErrorLine, Notice, Panel, TextDelta, ToolEnded, ToolStarted,
+from actors.events import (Card, Compaction, ErrorLine, Notice, Panel, TextDelta, ToolEnded, ToolProgress, ToolStarted,
                            TurnEnded, UserEcho)
 from ui.widgets import markdown
 from ui.widgets.card import CardWidget
@@ -184,6 +184,12 @@ class ToolBlock(urwid.WidgetWrap):
         self._header_rows = len(rows)
         super().__init__(self._pile)
 
+    def progress(self, text: str) -> None:
+        """The call's live line (a helper at work), under the header until the call ends."""
+        if self._ended is None:
+            self._pile.contents[self._header_rows:] = [(urwid.Text(("dim", f"  ⎿ {escape_controls(text)}")),
+                                                        self._pile.options())]
+
     def finish(self, ended: ToolEnded) -> None:
         self._ended = ended
         self._redraw()
@@ -268,6 +274,10 @@ class Transcript(urwid.WidgetWrap):
                 self.add_delta(text)
             case ToolStarted():
                 self.add_tool_started(event)
+            case ToolProgress(call_id=call_id, text=text):
+                if call_id in self._tools:
+                    self._tools[call_id].progress(text)
+                    self._scroller.changed()
             case ToolEnded():
                 self.add_tool_ended(event)
             case Notice(text=text, warning=warning):

@@ -111,6 +111,16 @@ async def shell_probe(loaded, cwd):
                 setup.warnings)
 
 
+async def delegate_probe(loaded, cwd):
+    """The helpers the delegate tool offers, how many run at once, and whether helper `h` may
+    delegate in turn."""
+    setup = chat(loaded, cwd)
+    async with setup.open_tools() as toolbox:
+        tool = toolbox.get("delegate")
+        return (tool.parameters["properties"]["agent"]["enum"], tool.max_parallel,
+                setup.helper_setup("h").agent.tools.delegate is not None)
+
+
 async def refusals_probe(loaded, cwd):
     return run_refusals(loaded, cwd)
 
@@ -339,6 +349,11 @@ CASES = [
          needs_sandbox=True),
     Case("agents.tools.skills", tools(skills=False), toolbox_probe, base=skill),
     Case("agents.tools.ask", tools(ask=False), lambda loaded, cwd: toolbox_probe(loaded, cwd, interactive=True)),
+    Case("agents.tools.delegate", tools(delegate={"agents": ["h"]}), toolbox_probe, base=key("agents", "h", model="m")),
+    *(Case(f"agents.tools.delegate.{name}", tools(delegate={"agents": ["h"], name: value}), delegate_probe,
+           base=both(tools(delegate={"agents": ["h"]}), key("agents", "h", model="m", tools={"delegate": {"agents": ["g"]}}),
+                     key("agents", "g", model="m")))
+      for name, value in (("agents", ["h", "g"]), ("max_parallel", 1), ("max_depth", 2))),
     # MCP servers
     Case("mcp_servers.command", key("mcp_servers", "local", command="other-server"), stdio_probe),
     Case("mcp_servers.args", key("mcp_servers", "local", args=["--stdio"]), stdio_probe),

@@ -101,6 +101,15 @@ AGENT_CASES = [
           tools(shell={"limits": {"processes": 50, "file_size": "1M"}}), path="tools.shell.limits"),
     agent(tools(skills=False), {}, tools(skills=False), path="tools.skills", narrowed={}),   # unwritten: on
     agent(tools(ask=False), {}, tools(ask=False), path="tools.ask", narrowed={}),
+    agent({}, tools(delegate={"agents": ["main"]}), {}, path="tools.delegate",
+          narrowed=tools(delegate={"agents": ["main"]})),
+    agent(tools(delegate={"agents": []}), tools(delegate={"agents": ["main"]}), tools(delegate={"agents": []}),
+          path="tools.delegate.agents", narrowed=tools(delegate={"agents": ["main"]})),
+    agent(tools(delegate={"agents": ["main"], "max_parallel": 2}), tools(delegate={"agents": ["main"], "max_parallel": 8}),
+          tools(delegate={"agents": ["main"], "max_parallel": 1}), path="tools.delegate.max_parallel"),
+    agent(tools(delegate={"agents": ["main"]}), tools(delegate={"agents": ["main"], "max_depth": 2}),
+          tools(delegate={"agents": ["main"], "max_depth": 1}), path="tools.delegate.max_depth",
+          narrowed=tools(delegate={"agents": ["main"], "max_depth": 2})),
 ]
 
 SECTION_CASES = [

@@ -1,0 +1,154 @@
+"""Running a helper: one turn of a narrower agent, inside the calling turn, kept as a child session.
+
+The `delegate` tool (iota.tools.delegate) asks the chat to run a helper; the chat builds the
+helper's setup (its entry narrowed by its caller's, iota.config.delegation; the caller's project
+and cwd) and hands it here. A helper's turn is a task of the caller's tool call, so it lives and
+dies with it: Ctrl+C on the caller cancels the call's scope, the helper's turn with it, and its
+shell jobs (its own job table, opened and closed around the turn). Nothing outlives the caller.
+
+What it needs of the calling turn — whom to ask for approvals, where to report progress — comes
+from `iota.agent.current_call`, which the agent loop sets in each tool call's task. A helper's
+questions are the caller's person's, labelled with the helper's name; a headless caller refuses
+them, as it refuses its own.
+
+Its conversation is saved as a child session of the caller's (`parent` in meta.json), record by
+record as the chat saves its own: the task first, then each reply and result as it comes, then
+`turn_end`. A cancelled helper's turn is closed (`Turn.interrupt`) and its `turn_end` written,
+shielded, before the cancellation goes on; a helper killed with the process is closed by the
+next open's repair, like any turn. `no_save` (the helper's or its caller's) keeps nothing; so
+does a caller that is not saved.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from contextlib import AsyncExitStack
+from functools import partial
+from typing import AsyncContextManager, Callable, Protocol
+
+import trio
+
+from iota.agent import Approvals, NoRecorder, QuietObserver, Turn, TurnObserver, current_call, run_turn
+from iota.bots.journal_entry import call_target, clip
+from iota.errors import IotaError
+from iota.paths import bots_dir
+from iota.messages import ASSISTANT, CANCELLED, FAILED, TURN_END, USER, Message, ToolCall
+from iota.providers.base import Provider, Request
+from iota.sessions.bundle import Session, new_turn_id
+from iota.text import format_elapsed
+from iota.tools.base import ToolResult, Toolbox
+from iota.tools.delegate import HelperRun
+
+TITLE_CHARS = 60
+
+
+class HelperSetup(Protocol):
+    """What a helper's run needs of its chat setup (iota.chat.ChatSetup)."""
+
+    def provider(self) -> Provider: ...
+    def request(self, messages: list[Message], toolbox: Toolbox) -> Request: ...
+    def new_session(self, title: str | None = None, parent: str | None = None,
+                    bucket: Path | None = None) -> Session: ...
+    async def aclose(self) -> None: ...
+
+
+async def run_helper(setup: HelperSetup, name: str, task: str, open_tools: Callable[[], AsyncContextManager[Toolbox]],
+                     parent: Session | None, save: bool) -> HelperRun:
+    """Run `task` as one turn of the helper `setup` describes; what it did. `parent`: the caller's
+    session (None when the caller keeps none). Cancellation passes through, after the helper's
+    records are closed."""
+    context = current_call.get()
+    approvals = context.approvals.for_helper(name) if context is not None else Approvals(None)
+    observer = _HelperObserver(name, context.call if context else None, context.observer if context else None)
+    done = HelperRun(agent=name)
+    session = setup.new_session(title=f"{name}: {clip(task, TITLE_CHARS)}", parent=parent.id,
+                                bucket=_bucket_beside(parent)) if save and parent is not None else None
+    recorder = _SessionRecorder(session) if session is not None else NoRecorder()
+    turn = Turn(id=new_turn_id())
+    opening = Message(USER, content=task, turn=turn.id)
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(partial(_close, setup, session))
+        toolbox = await stack.enter_async_context(open_tools())
+        await recorder.record([opening])
+        if session is not None:
+            done.session = session.id
+        observer.report("starting")
+        outcome = ""
+        try:
+            await run_turn(turn, setup.provider(), setup.request([opening], toolbox), toolbox, approvals, observer,
+                           recorder=recorder)
+        except IotaError as error:   # the provider gave up: the caller's model reads why
+            outcome, done.failure = FAILED, f"failed: {error}"
+            await recorder.record(turn.fail(str(error)))
+        except BaseException:        # cancelled with its caller: close the turn, then go on cancelling
+            with trio.CancelScope(shield=True):
+                await recorder.record([*turn.interrupt(), Message(TURN_END, turn=turn.id, outcome=CANCELLED)])
+            raise
+        if turn.interrupted:
+            outcome, done.failure = CANCELLED, "was interrupted"
+        await recorder.record([Message(TURN_END, turn=turn.id, outcome=outcome)])
+    done.reply = turn.reply
+    done.turns = turn.model_calls
+    for message in turn.messages:
+        if message.role == ASSISTANT:
+            done.calls += [(call.name, call.arguments) for call in message.tool_calls]
+            if message.usage is not None:
+                done.tokens += message.usage.input + message.usage.output + message.usage.cache_read + \
+                    message.usage.cache_write
+    return done
+
+
+def _bucket_beside(parent: Session) -> Path | None:
+    """Where a helper's session goes: beside its caller's, so the session tree shows it under it —
+    but not among a bot's sessions, which are the bot's alone (None: the helper's own bucket)."""
+    return None if bots_dir() in parent.dir.parents else parent.dir.parent
+
+
+async def _close(setup: HelperSetup, session: Session | None) -> None:
+    with trio.CancelScope(shield=True):
+        await setup.aclose()
+        if session is not None:
+            await trio.to_thread.run_sync(session.close)
+
+
+class _SessionRecorder:
+    """Writes the helper's records to its child session as they happen, shielded: a write that
+    must not be torn. Appends run in a thread, as the chat's own do."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    async def record(self, messages: list[Message], *, durable: bool = True) -> None:
+        if not messages:
+            return
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(partial(self.session.append, messages, durable=durable, meta=False))
+
+
+class _HelperObserver:
+    """The helper's progress, as one line under the caller's `delegate` call: `reviewer · read_file
+    a.py · 12s` (its name, the tool it runs now, how long it has been at work)."""
+
+    def __init__(self, name: str, call: ToolCall | None, caller: TurnObserver | None):
+        self.name = name
+        self.call = call
+        self.caller = caller or QuietObserver()
+        self.started = time.monotonic()
+
+    def report(self, doing: str) -> None:
+        if self.call is not None:
+            elapsed = format_elapsed(time.monotonic() - self.started)
+            self.caller.on_progress(self.call, f"{self.name} · {doing} · {elapsed}")
+
+    def on_text(self, text: str) -> None:
+        pass
+
+    def on_tool_start(self, call: ToolCall, target: str) -> None:
+        self.report(f"{call.name} {target or call_target(call.arguments)}".strip())
+
+    def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
+        self.report("thinking")
+
+    def on_progress(self, call: ToolCall, text: str) -> None:
+        self.report(text)   # a helper's own helper (max_depth: 2)
