@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from actors.events import Choose, Status, ToolEnded, ToolProgress, TurnEnded
 from actors.lane import Lane
@@ -252,12 +253,17 @@ async def test_ctrl_c_cancels_every_helper_and_leaves_their_records_closed(open_
     fake_model.respond_with(delegating(("reviewer", "Review."), ("tester", "Test."),
                                        helper_reply=lambda name, body: {"text": "slow", "stall_after": 1}))
     async with open_chat() as chat:
+        await wait_all_tasks_blocked()
+        idle = trio.lowlevel.current_statistics().tasks_living
         chat.submit("review and test")
         with trio.fail_after(BOUND):
             while len(helper_requests(fake_model, "reviewer") + helper_requests(fake_model, "tester")) < 2:
                 await trio.sleep(0.01)
+        assert trio.lowlevel.current_statistics().tasks_living > idle
         chat.lane.interrupt()
         await chat.until(TurnEnded)
+        await wait_all_tasks_blocked()
+        assert trio.lowlevel.current_statistics().tasks_living == idle   # no helper task is left
         session_id = chat.conversation.session.id
         with trio.fail_after(BOUND):
             await trio.to_thread.run_sync(lambda: [r.wait_done() for r in fake_model.requests])
@@ -267,8 +273,9 @@ async def test_ctrl_c_cancels_every_helper_and_leaves_their_records_closed(open_
     for child in children:
         log = log_of(child["id"])
         assert log[0]["role"] == "user" and log[-1]["role"] == TURN_END and log[-1]["outcome"] == "cancelled"
-        Session.open(next(paths.sessions_dir().rglob(child["id"]))).close()   # opens without a repair
-    assert trio.lowlevel.current_statistics().tasks_living < 10
+        reopened = Session.open(next(paths.sessions_dir().rglob(child["id"])))
+        reopened.close()
+        assert reopened.view.warnings == [] and not reopened.view.closing   # nothing half-written to repair
 
 
 # ---- child sessions -------------------------------------------------------------------------------
@@ -308,3 +315,25 @@ async def test_the_status_row_shows_what_the_helper_runs(open_chat, fake_model):
         chat.submit("review")
         events = await chat.until(TurnEnded)
     assert any(isinstance(e, Status) and e.running.startswith("reviewer · read_file a.py") for e in events)
+
+
+async def test_ctrl_c_kills_the_commands_a_helper_started(open_chat, fake_model, project):
+    config = Path.home() / ".iota.yaml"
+    config.write_text(config.read_text().replace("      delegate: {agents",
+                                                 "      shell: {sandbox: off, auto_run: true}\n      delegate: {agents"))
+    pid_file = project / "pid"
+
+    def helper(name, body):
+        return {"tool_calls": [tool_call("shell", {"command": f"echo $$ > {pid_file}; exec sleep 60"})]}
+    fake_model.respond_with(delegating(("tester", "Run it."), helper_reply=helper))
+    async with open_chat() as chat:
+        chat.submit("run")
+        with trio.fail_after(BOUND):
+            while not (pid_file.exists() and pid_file.read_text().strip()):
+                await trio.sleep(0.01)
+        pid = int(pid_file.read_text())
+        chat.lane.interrupt()
+        await chat.until(TurnEnded)
+    with trio.fail_after(BOUND):
+        while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+            await trio.sleep(0.01)

@@ -79,7 +79,7 @@ def test_explicit_file_missing(project, tmp_path):
     (BASE + "  coder: {model: gpt, workspace: true}\n",
      "agents.coder.workspace: unknown key (workspace: true became mode: agent)"),
     (BASE + "  coder: {model: gpt, tools: {browser: {}}}\n",
-     "agents.coder.tools.browser: unknown toolset (want shell, code, skills, ask)"),
+     "agents.coder.tools.browser: unknown toolset (want shell, code, skills, ask, delegate)"),
     (BASE + "  coder: {model: gpt, tools: {code: {auto_writes: true}}}\n",
      "agents.coder.tools.code.auto_writes: unknown key (want read_only, auto_write)"),
     (BASE + "  coder: {model: gpt, no_save: maybe}\n", 'agents.coder.no_save: want true or false, got "maybe"'),
