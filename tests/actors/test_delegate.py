@@ -337,3 +337,14 @@ async def test_ctrl_c_kills_the_commands_a_helper_started(open_chat, fake_model,
     with trio.fail_after(BOUND):
         while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
             await trio.sleep(0.01)
+
+
+async def test_a_model_naming_an_agent_off_the_list_is_refused_and_nothing_runs(open_chat, fake_model):
+    """The lead itself (a helper of its own, unbounded) and any agent not on `agents:` are refused."""
+    fake_model.respond_with(delegating(("lead", "Do everything.")))
+    async with open_chat() as chat:
+        chat.submit("go")
+        await chat.until(TurnEnded)
+    assert len(helper_requests(fake_model, "lead")) == 2   # no helper request came between
+    assert results(helper_requests(fake_model, "lead")[1].body)[0] == \
+        "unknown helper 'lead': use one of reviewer, tester"

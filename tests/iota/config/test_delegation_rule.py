@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest
+import yaml
 
-from iota.config import audit
+from iota.config import audit, settings
 from iota.config.delegation import RULES, narrow_helper
 from iota.config.entries import AgentConfig
+from iota.errors import ConfigError
 
 
 @dataclass
@@ -117,3 +119,29 @@ def test_a_caller_with_every_mcp_server_leaves_the_helpers_list_and_the_helpers_
         == ("fs",)
     assert narrow_helper(AgentConfig.decode("h", {}), AgentConfig.decode("c", {"mcp_servers": ["fs"]})).mcp_servers \
         == ("fs",)
+
+
+@pytest.mark.parametrize("helpers, message", [
+    (["nobody"], 'unknown agent "nobody" (configured: lead)'),
+    (["lead"], "an agent cannot be its own helper"),
+])
+def test_a_helper_the_config_does_not_have_is_refused_at_its_key(tmp_path, helpers, message):
+    path = tmp_path / "iota.yaml"
+    path.write_text(yaml.safe_dump({"providers": {"p": {"type": "openai", "key": "k"}}, "models": {"m": "p:x"},
+                                    "agents": {"lead": {"model": "m", "tools": {"delegate": {"agents": helpers}}}}}))
+    with pytest.raises(ConfigError) as refused:
+        settings.load(tmp_path, path)
+    assert str(refused.value) == f"config {path}: agents.lead.tools.delegate.agents: {message}"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_parallel": 0}, "max_parallel: want a number of helpers from 1 to 16, got 0"),
+    ({"max_depth": 3}, "max_depth: want 1 (helpers cannot delegate) or 2 (they can, once), got 3"),
+])
+def test_a_bound_out_of_range_is_refused(tmp_path, options, message):
+    path = tmp_path / "iota.yaml"
+    path.write_text(yaml.safe_dump({"providers": {"p": {"type": "openai", "key": "k"}}, "models": {"m": "p:x"},
+                                    "agents": {"lead": {"model": "m", "tools": {"delegate": options}}}}))
+    with pytest.raises(ConfigError) as refused:
+        settings.load(tmp_path, path)
+    assert str(refused.value) == f"config {path}: agents.lead.tools.delegate.{message}"
