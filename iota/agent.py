@@ -111,15 +111,31 @@ class Approvals:
     def for_helper(self, name: str) -> Approvals:
         """The approvals of a helper this turn runs (iota.delegation): its questions go to the same
         person, each labelled with the helper's name (`reviewer: shell make test wants to …`), and a
-        run that cannot ask refuses them as it refuses its own. What the person allows for the
-        session stays with that helper's run: a grant to one helper is none to its caller."""
+        run that cannot ask refuses them as it refuses its own. The permission mode is the caller's,
+        read at each call (plan mode switched on mid-helper stops its writes too). What the person
+        allows for the session stays with that helper's run: a grant to one helper is none to its caller."""
         def labelled(request: ApprovalRequest) -> ApprovalRequest:
             return dataclasses.replace(request, label=f"{name}: {request.label}")
 
-        ask = self._ask
-        refused = self._on_refused
-        return Approvals(None if ask is None else (lambda request: ask(labelled(request))),
-                         None if refused is None else (lambda request: refused(labelled(request))))
+        ask, refused = self._ask, self._on_refused
+        return _HelperApprovals(self, None if ask is None else (lambda request: ask(labelled(request))),
+                                None if refused is None else (lambda request: refused(labelled(request))))
+
+
+class _HelperApprovals(Approvals):
+    """A helper's approvals: its own grants, its caller's permission mode."""
+
+    def __init__(self, caller: Approvals, ask: AskApproval | None, on_refused: Callable[[ApprovalRequest], None] | None):
+        self._caller = caller
+        super().__init__(ask, on_refused)
+
+    @property
+    def mode(self) -> str:
+        return self._caller.mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        pass   # the caller's mode rules; the base class sets one at construction
 
 
 class TurnObserver(Protocol):

@@ -52,6 +52,9 @@ RunHelper = Callable[[str, str], Awaitable[HelperRun]]
 class DelegateTool(Tool):
     name = "delegate"
     parallel = True   # helpers of one reply run side by side; each one's own tools still ask
+    # It changes nothing itself: in plan mode it runs, and its helpers' own writes and commands are
+    # refused by the same mode (iota.agent.Approvals.for_helper).
+    read_only = True
 
     def __init__(self, agents: dict[str, str], run_helper: RunHelper, max_parallel: int):
         """`agents`: the helpers this agent may use, name → description (shown to the model)."""

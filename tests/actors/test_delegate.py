@@ -348,3 +348,17 @@ async def test_a_model_naming_an_agent_off_the_list_is_refused_and_nothing_runs(
     assert len(helper_requests(fake_model, "lead")) == 2   # no helper request came between
     assert results(helper_requests(fake_model, "lead")[1].body)[0] == \
         "unknown helper 'lead': use one of reviewer, tester"
+
+
+async def test_in_plan_mode_a_helper_runs_but_its_writes_are_refused(open_chat, fake_model, project):
+    def helper(name, body):
+        if results(body):
+            return {"text": f"tried: {results(body)[0]}"}
+        return {"tool_calls": [tool_call("write_file", {"path": "b.py", "content": "b\n"})]}
+    fake_model.respond_with(delegating(("tester", "Write b.py."), helper_reply=helper))
+    async with open_chat() as chat:
+        chat.lane.approvals.mode = "plan"
+        chat.submit("write b")
+        await chat.until(TurnEnded)
+    assert not (project / "b.py").exists()
+    assert "the chat is in plan mode" in results(helper_requests(fake_model, "lead")[1].body)[0]
