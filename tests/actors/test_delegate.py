@@ -362,3 +362,28 @@ async def test_in_plan_mode_a_helper_runs_but_its_writes_are_refused(open_chat, 
         await chat.until(TurnEnded)
     assert not (project / "b.py").exists()
     assert "the chat is in plan mode" in results(helper_requests(fake_model, "lead")[1].body)[0]
+
+
+async def test_a_headless_caller_refuses_a_helpers_approval_and_says_whose_it_was(project, fake_model):
+    from iota.agent import Approvals, Turn, run_turn
+    from iota.messages import USER, Message
+
+    config = Path.home() / ".iota.yaml"
+    config.write_text(config.read_text().replace("code: {auto_write: true}\n      delegate", "code:\n      delegate"))
+
+    def helper(name, body):
+        if results(body):
+            return {"text": f"tried: {results(body)[0]}"}
+        return {"tool_calls": [tool_call("write_file", {"path": "b.py", "content": "b\n"})]}
+    fake_model.respond_with(delegating(("tester", "Write b.py."), helper_reply=helper))
+    loaded = settings.load(project)
+    setup = prepare_chat(loaded, settings.find_agent(loaded, "lead"), project, interactive=False)
+    refused = []
+    async with setup.open_tools() as toolbox:
+        with trio.fail_after(BOUND):
+            await run_turn(Turn(), setup.provider(), setup.request([Message(USER, "write b")], toolbox), toolbox,
+                           Approvals(None, on_refused=refused.append))
+    await setup.aclose()
+    assert not (project / "b.py").exists()
+    assert [request.question for request in refused] == ["tester: write_file b.py wants to modify files"]
+    assert "was not executed: it requires interactive approval" in results(helper_requests(fake_model, "lead")[1].body)[0]
