@@ -33,7 +33,7 @@ from actors.events import Panel, ToolEnded, ToolStarted
 from actors.journal import JournalKeeper
 from actors.lane import Command, Lane, UserMessage
 from iota.agent import Approvals, Turn, run_turn
-from iota.bots.candidates import CANDIDATE, EXPIRE_DAYS, Consolidated, Entry, consolidate, describe
+from iota.bots.candidates import CANDIDATE, Consolidated, consolidate, describe
 from iota.bots.hits import count_hits
 from iota.bots import upkeep as rules
 from iota.chat import ChatSetup
@@ -202,17 +202,16 @@ class Upkeep:
         except (ToolError, IotaError) as error:   # an unreadable candidates file, a broken index
             self._warn(lane, f"upkeep: {error}; the candidates are left as they are")
             return
-        report.memory += done.memory_notices
-        report.expired += done.expired
+        report.store += done.notices()
 
     def _consolidate_now(self, session: str) -> Consolidated:
         book = self.candidates.book
         entries = book.load()
         now = int(self.now())
         counting = self.journal is not None and bool(session)
-        high = count_hits(self.journal.journal, session, entries, now) if counting else None
-        done = consolidate(entries, self.memory.main, now=now, project=self.candidates.project, high_water=high,
-                           counting=counting)
+        if counting:
+            count_hits(self.journal.journal, session, entries, now)
+        done = consolidate(entries, now=now, counting=counting)
         book.save(entries)
         return done
 
@@ -283,15 +282,13 @@ class Upkeep:
         """Show every write as a dim notice and record it in the conversation as a memory notice;
         a candidate's text is shown, not recorded: candidates are never sent with requests."""
         memory = report.memory + self.memory.take_notices()
-        noted = self.candidates.take_notices()
+        noted = self.candidates.take_notices() + report.store
         skills = self.skill.take_notices() if self.skill is not None else []
-        expired = [f"candidates: expired {go_quote(entry.text)} (no mention in {EXPIRE_DAYS} days)"
-                   for entry in report.expired]
-        for line in [*memory, *noted, *expired, *skills]:
+        for line in [*memory, *noted, *skills]:
             lane.notice(line)
-        changed = len(noted) + len(expired)
+        changed = len(noted)
         recorded = memory + skills + ([f"memory: {changed} change{'' if changed == 1 else 's'} to the candidates "
-                                       f"by {by} (kept apart, never sent; /candidates lists them)"]
+                                       f"and durables by {by} (/candidates lists them)"]
                                       if changed else [])
         if recorded:
             await lane.keep([notice(line) for line in recorded])
@@ -302,13 +299,14 @@ class Upkeep:
     # -- /candidates -------------------------------------------------------------------------------
 
     async def command(self, lane: Lane, argument: str) -> None:
-        """`/candidates`: the candidates with their hits, then a pick to pin, promote or forget one."""
+        """`/candidates`: the candidates and durables with their hits, then a pick to pin, promote
+        or forget one (the candidates first: they are what waits on the person)."""
         try:
-            entries = [entry for entry in self.candidates.book.load() if entry.state == CANDIDATE]
+            entries = self.candidates.book.load()
         except ToolError as error:
             lane.notice(str(error), warning=True)
             return
-        entries.sort(key=lambda entry: (-entry.pinned, -entry.hits, -entry.created))
+        entries.sort(key=lambda entry: (entry.state != CANDIDATE, -entry.pinned, -entry.hits, -entry.created))
         if not entries:
             lane.emit(Panel("Candidates", "No candidates yet: the upkeep notes them after turns."))
             return
@@ -317,14 +315,16 @@ class Upkeep:
         if index is None:
             return
         chosen = entries[index]
-        actions = ("unpin" if chosen.pinned else "pin", "promote", "forget")
-        labels = ("Unpin" if chosen.pinned else "Pin (promoted at the next upkeep)", "Promote to MEMORY.md now",
-                  "Forget")
-        answer = await lane.ask(f"Candidate {go_quote(chosen.text)}", labels)
+        candidate = chosen.state == CANDIDATE
+        pin = ("unpin", "Unpin") if chosen.pinned else \
+            ("pin", "Pin (promoted at the next upkeep)" if candidate else "Pin (sent with every message)")
+        choices = [pin, *([("promote", "Promote to durables now")] if candidate else []), ("forget", "Forget")]
+        answer = await lane.ask(f"{'Candidate' if candidate else 'Durable'} {go_quote(chosen.text)}",
+                                tuple(label for _, label in choices))
         if answer is None:
             return
         try:
-            self.candidates.run(actions[answer], {"old": chosen.id})
+            self.candidates.run(choices[answer][0], {"old": chosen.id})
         except ToolError as error:
             lane.notice(str(error), warning=True)
             return
@@ -340,7 +340,7 @@ class _Report:
 
     def __init__(self) -> None:
         self.memory: list[str] = []
-        self.expired: list[Entry] = []
+        self.store: list[str] = []   # what the consolidation did to the candidates and durables
 
 
 class _Shown:

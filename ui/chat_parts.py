@@ -19,6 +19,7 @@ from actors.commands.help import help_command
 from actors.bot_work import BotWork, open_bot_work
 from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer
+from actors.durables import DurablesSender
 from actors.events import Card, Notice, SlashCommands
 from actors.journal import JournalKeeper
 from actors.lane import Lane
@@ -125,6 +126,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         before_send=[attach_mentions, *([chat.typed.before_send] if chat.typed else []),
                      *([upkeep.before_send] if upkeep else []), chat.watcher.before_send, *([skills.before_send] if skills else []),
                      compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else []),
+                     *([chat.durables.before_send] if chat.durables else []),
                      *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
                     *(work.after_turn if work else []), *([upkeep.after_turn] if upkeep else [])],
@@ -157,6 +159,7 @@ class _Opened:
     upkeep: Upkeep | None = None          # a bot's wrapping up after turns (and its candidates)
     history: SessionHistory | None = None  # a resumed conversation's: the pages before the first shown
     about: tuple[str, ...] = ()            # a bot's rows on the card (BotWork.card_rows)
+    durables: DurablesSender | None = None  # a bot's durables, by relevance on each message
 
     @property
     def bot(self) -> bool:
@@ -195,7 +198,8 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     session = start.session
     conversation = Conversation.from_session(session)
     typed = _TypedByPerson(conversation)
-    candidates = CandidateActions(CandidateBook(start.dir), memory.main, project=setup.project_root.name,
+    book = CandidateBook(start.dir)
+    candidates = CandidateActions(book, memory.main, project=setup.project_root.name,
                                   mark=lambda: end_of_log(session.dir))
     remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed,
                         candidates=candidates)
@@ -223,7 +227,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     journal = _open_journal(setup, start, cleanup, warnings)
     upkeep = Upkeep(setup, memory, remember, candidates, skill, journal, watcher.refresh_memory)
     return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep, history,
-                   about)
+                   about, DurablesSender(book, setup.project_root.name))
 
 
 def _size(path: Path) -> int:

@@ -1,4 +1,5 @@
-"""A bot's small record files — `tasks.jsonl`, `schedules.jsonl` — read whole and rewritten whole.
+"""A bot's small record files — `tasks.jsonl`, `schedules.jsonl`, `candidates.jsonl`, `durables.jsonl` —
+read whole and rewritten whole.
 
 Each file holds one JSON object a line: the current state of a few dozen records that a person
 may read, diff and edit. So it is written the way a session's meta.json is, not appended to like

@@ -4,7 +4,8 @@
     USER.md           the same, about the person (sections Profile, Preferences)
     BRIEF.md          the same, for the mission (Goals, Constraints, Decisions)
     SOUL.md           patch: the body of one `##` section replaced, never the whole file
-    candidates.jsonl  candidates, pin, unpin, promote, forget (iota.tools.remember_candidates)
+    candidates.jsonl  candidates, durables, pin, unpin, promote, forget (iota.tools.remember_candidates)
+    durables.jsonl
 
 It asks for no approval: it writes only the bot's own files, a line or a section at a time. What
 makes up for that is that every write is visible and reversible: the transcript shows the change
@@ -63,9 +64,9 @@ DESCRIPTION = (
     "tokens: the files are plain text, sent with every request, and may be committed to git. "
     "A bot also keeps candidates, facts kept apart until they prove lasting: action \"candidates\" notes "
     "items (one short line each, with keywords) and lists them with their hits; a candidate the user brings up "
-    "3 times, or one pinned, is promoted to MEMORY.md by itself. \"pin\", \"unpin\", \"promote\" and "
-    "\"forget\" take old: a candidate's id or part of its text (pin also keeps a MEMORY.md line from being "
-    "demoted)."
+    "3 times, or one pinned, becomes a durable by itself, and the durables relevant to a message come with it. "
+    "\"durables\" lists them; \"pin\", \"unpin\", \"promote\" and \"forget\" take old: the id of a "
+    "candidate or a durable, or part of its text (a pinned durable goes with every message)."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -76,7 +77,8 @@ PARAMETERS: dict[str, Any] = {
             "enum": ["add", "replace", "remove", "patch", *CANDIDATE_ACTIONS],
             "description": "add a line, replace the line containing old, or remove it; patch (SOUL.md only) "
                            "replaces the body of one section; candidates notes items and lists the candidates; "
-                           "pin, unpin, promote and forget change the candidate named by old.",
+                           "durables lists the durables; pin, unpin, promote and forget change the candidate or "
+                           "durable named by old.",
         },
         "items": ITEMS_SCHEMA,
         "text": {"type": "string", "description": "The entry, one line (add, replace); for patch, the section's "
@@ -88,7 +90,7 @@ PARAMETERS: dict[str, Any] = {
                            "Required for add and replace.",
         },
         "old": {"type": "string", "description": "A substring of exactly one existing line (replace, remove), or "
-                                                 "a candidate's id or part of its text (pin, unpin, promote, forget)."},
+                                                 "a candidate's or durable's id or part of its text (pin, unpin, promote, forget)."},
         "section": {
             "type": "string",
             "description": "Where add files the line: \"User\" (default), \"Project: <name>\" or \"Open threads\" in "

@@ -1,15 +1,16 @@
-"""`remember`'s candidate actions: what the model and the upkeep do with a bot's candidates.
+"""`remember`'s candidate and durable actions: what the model and the upkeep do with a bot's store.
 
     candidates   note `items` as candidates (if any), then list them with their hits
-    pin          pin a candidate (promoted at the next upkeep) or a MEMORY.md line (never demoted)
+    durables     list the durables with their hits and pins
+    pin          pin a candidate (promoted at the next upkeep) or a durable (always sent, never demoted)
     unpin        the reverse
-    promote      write a candidate into MEMORY.md now, as an `[inferred]` line
-    forget       delete a candidate
+    promote      make a candidate a durable now
+    forget       delete a candidate or a durable
 
-The rules live in iota.bots.candidates; this decodes the arguments, keeps the file, and says what
-happened. A promotion is an ordinary MEMORY.md write (its notice is taken with the others once
-the turn is over). The candidates' own changes are told through `take_notices`, for the upkeep
-to show: a candidate's text is shown on screen, never put into the conversation.
+The rules live in iota.bots.candidates; this decodes the arguments, keeps the files, and says what
+happened. The changes are told through `take_notices`, for the upkeep to show: an entry's text is
+shown on screen, never put into the conversation (a durable reaches the model by relevance alone,
+iota.bots.durables).
 """
 
 from __future__ import annotations
@@ -19,20 +20,21 @@ from collections.abc import Callable
 from typing import Any
 
 from iota.bots.candidates import (CANDIDATE, DURABLE, PROMOTE_HITS, CandidateBook, Entry, Mark, add, describe, find,
-                                  promote, track_memory_lines)
+                                  promote)
+from iota.bots.durables import SENT_ENTRIES
 from iota.memory.file import MemoryFile, read_memory
 from iota.memory.lines import MemoryRefusal, go_quote
 from iota.tools.base import ToolResult
 from iota.errors import ToolError
 
-ACTIONS = ("candidates", "pin", "unpin", "promote", "forget")
-LISTED = 50   # the most candidates a result lists
+ACTIONS = ("candidates", "durables", "pin", "unpin", "promote", "forget")
+LISTED = 50   # the most entries a result lists
 
 ITEMS_SCHEMA: dict[str, Any] = {
     "type": "array",
     "description": "candidates: facts or preferences to note, each one short line in the words of a MEMORY.md "
                    "line, with up to 6 keywords a later message about it would contain (optional), and its "
-                   "MEMORY.md section (\"User\" by default).",
+                   "section (\"User\" by default, \"Project: <name>\" for what holds in one project).",
     "items": {
         "type": "object",
         "properties": {
@@ -48,8 +50,8 @@ ITEMS_SCHEMA: dict[str, Any] = {
 class CandidateActions:
     def __init__(self, book: CandidateBook, memory: MemoryFile, *, project: str | None,
                  mark: Callable[[], Mark | None] = lambda: None, now: Callable[[], float] = time.time):
-        """`memory` is the bot's MEMORY.md as the chat shares it; `mark` says where the
-        conversation's log ends now (a new candidate counts hits from there)."""
+        """`memory` is the bot's MEMORY.md (a candidate it already says is refused); `mark` says
+        where the conversation's log ends now (a new candidate counts hits from there)."""
         self.book = book
         self.memory = memory
         self.project = project
@@ -58,7 +60,7 @@ class CandidateActions:
         self._notices: list[str] = []
 
     def take_notices(self) -> list[str]:
-        """`candidates: noted "…"`, `candidates: pinned "…"` since the last call."""
+        """`candidates: noted "…"`, `durables: pinned "…"` since the last call."""
         notices, self._notices = self._notices, []
         return notices
 
@@ -66,6 +68,8 @@ class CandidateActions:
         items = args.get("items")
         if action == "candidates":
             return f"candidates +{len(items)}" if isinstance(items, list) and items else "candidates"
+        if action == "durables":
+            return action
         return f"{action} {go_quote(_text(args, 'old'))}"
 
     def run(self, action: str, args: dict[str, Any]) -> ToolResult:
@@ -73,23 +77,23 @@ class CandidateActions:
         entries = self.book.load()
         if action == "candidates":
             return self._note(entries, args.get("items"), now)
-        if action in ("pin", "unpin"):
-            track_memory_lines(entries, self.memory, now=now, since=self._mark())
-        entry = find(entries, _text(args, "old"), state=None if action in ("pin", "unpin") else CANDIDATE)
+        if action == "durables":
+            return ToolResult(_listing(entries, DURABLE))
+        entry = find(entries, _text(args, "old"), state=CANDIDATE if action == "promote" else None)
+        kind = "durable" if entry.state == DURABLE else "candidate"
         if action == "forget":
             entries.remove(entry)
-            said = f'forgot candidate {go_quote(entry.text)}'
+            said = f"forgot {kind} {go_quote(entry.text)}"
         elif action == "promote":
-            promote(entry, self.memory, project=self.project, now=now)
-            said = f"promoted {go_quote(entry.text)} to MEMORY.md as an [inferred] line"
+            promote(entry, now=now)
+            said = f"promoted {go_quote(entry.text)} to durables"
         else:
             entry.pinned = action == "pin"
-            where = "MEMORY.md line" if entry.state == DURABLE else "candidate"
-            said = f"{action}ned {where} {go_quote(entry.text)}" + (
-                " (it is promoted to MEMORY.md at the next upkeep)" if entry.pinned and entry.state == CANDIDATE
-                else " (it is never demoted)" if entry.pinned else "")
+            said = f"{action}ned {kind} {go_quote(entry.text)}" + (
+                " (it becomes a durable at the next upkeep)" if entry.pinned and entry.state == CANDIDATE
+                else " (it goes with every message and is never demoted)" if entry.pinned else "")
         self.book.save(entries)
-        self._notices.append(f"candidates: {said}")
+        self._notices.append(f"{'durables' if entry.state == DURABLE else 'candidates'}: {said}")
         return ToolResult(said)
 
     def _note(self, entries: list[Entry], items: Any, now: int) -> ToolResult:
@@ -111,14 +115,23 @@ class CandidateActions:
                 lines.append(f"not noted {go_quote(text)}: {why}")
             for entry in noted.evicted:
                 lines.append(f"dropped {entry.id} to make room: {entry.text}")
-        candidates = sorted((entry for entry in entries if entry.state == CANDIDATE),
-                            key=lambda entry: (-entry.pinned, -entry.hits, -entry.created))
-        lines.append(f"{len(candidates)} candidate{'' if len(candidates) == 1 else 's'} (kept apart, never sent with "
-                     f"requests; {PROMOTE_HITS} hits or a pin promotes one to MEMORY.md):")
-        lines += [describe(entry) for entry in candidates[:LISTED]]
-        if len(candidates) > LISTED:
-            lines.append(f"… and {len(candidates) - LISTED} more")
+        lines.append(_listing(entries, CANDIDATE))
         return ToolResult("\n".join(lines))
+
+
+def _listing(entries: list[Entry], state: str) -> str:
+    """The candidates, or the durables, pinned first, then by hits, newest first."""
+    chosen = sorted((entry for entry in entries if entry.state == state),
+                    key=lambda entry: (-entry.pinned, -entry.hits, -entry.created))
+    count = f"{len(chosen)} {state}{'' if len(chosen) == 1 else 's'}"
+    about = (f"{count} (kept apart, never sent with requests; {PROMOTE_HITS} hits or a pin makes one a durable):"
+             if state == CANDIDATE else
+             f"{count} (before each message the pinned ones, those it is about and the most brought up go with "
+             f"it, at most {SENT_ENTRIES}):")
+    lines = [about, *(describe(entry) for entry in chosen[:LISTED])]
+    if len(chosen) > LISTED:
+        lines.append(f"… and {len(chosen) - LISTED} more")
+    return "\n".join(lines)
 
 
 def _text(args: dict[str, Any], key: str) -> str:

@@ -240,7 +240,7 @@ async def test_its_writes_are_dim_notices_and_memory_notices_and_it_is_no_turn(c
     records = log_records()
     notices = [r["content"] for r in records if r.get("notice")]
     assert f"memory: MEMORY.md ## User +1 line: {line[2:]}" in notices
-    assert any("1 change to the candidates by the upkeep" in text for text in notices)
+    assert any("1 change to the candidates and durables by the upkeep" in text for text in notices)
     everything = json.dumps(records)
     assert "Works on the billing service" not in everything     # a candidate is never sent
     assert UPKEEP_HEADER not in everything and "Saved one line" not in everything   # no turn of the conversation
@@ -330,17 +330,18 @@ async def test_the_candidates_command_pins_promotes_and_forgets(configure, fake_
             "Works on the billing service", "Prefers small pull requests"]})])
         fake_model.upkeep("Noted two.")
         await face.say("remember: billing service, small pull requests")
-        face.answers = [0, 1]   # the first candidate, then "Promote to MEMORY.md now"
+        face.answers = [0, 1]   # the first candidate, then "Promote to durables now"
         await face.inputs.send(Submit("/candidates"))
-        await face.until(lambda e: isinstance(e, Notice) and "memory: MEMORY.md" in e.text)
+        await face.until(lambda e: isinstance(e, Notice) and "to durables" in e.text)
         await face.idle()
-        face.answers = [0, 2]   # the one left, then "Forget"
+        face.answers = [0, 2]   # the candidate left (candidates come first), then "Forget"
         await face.inputs.send(Submit("/candidates"))
         await face.until(lambda e: isinstance(e, Notice) and "forgot candidate" in e.text)
         await face.idle()
 
     await run_bot(person)
-    assert "[inferred] Works on the billing service" in memory_text()
+    assert "billing" not in memory_text()      # MEMORY.md is the person's and the model's alone
+    assert "Works on the billing service" in (paths.bots_dir() / "coder" / "durables.jsonl").read_text()
     book = (paths.bots_dir() / "coder" / "candidates.jsonl").read_text()
     assert "Prefers small pull requests" not in book
 

@@ -1,7 +1,8 @@
-"""A bot's candidate memory (iota.bots.candidates, iota.bots.hits) on a fake clock, with hits counted
-in a real journal index over a real session log: promoted at 3 hits, a model's MEMORY.md line
-demoted after 30 idle days, a candidate expired after 90, a person's line never touched; and
-every candidate passing the checks of a MEMORY.md line (no secrets, no other project's section)."""
+"""A bot's candidates and durables (iota.bots.candidates, iota.bots.hits) on a fake clock, with hits
+counted in a real journal index over a real session log: promoted to durables.jsonl at 3 hits (never
+into MEMORY.md), a durable demoted after 30 idle days, a candidate expired after 90; both files one
+record table (iota.bots.records); and every candidate passing the checks of a MEMORY.md line (no
+secrets, no other project's section)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import time
 import pytest
 
 from iota.bots.bot import BotStart, open_bot
-from iota.bots.candidates import (CANDIDATE, DAY, DURABLE, CandidateBook, Entry, add, consolidate, end_of_log,
-                                  track_memory_lines)
+from iota.bots.candidates import CANDIDATE, DAY, DURABLE, CandidateBook, Entry, add, consolidate, end_of_log
 from iota.bots.hits import about_expression, count_hits, keys_of
 from iota.bots.journal import Journal, bot_sources
 from iota.config.settings import Config, resolve_model
@@ -46,11 +46,11 @@ def day(epoch: int) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).date().isoformat()
 
 
-def wrap_up(bot, journal, entries, memory, now):
+def wrap_up(bot, journal, entries, now):
     """What the upkeep does before its model call: the index caught up, hits counted, the rules applied."""
     journal.catch_up()
-    high = count_hits(journal, bot.session.id, entries, now)
-    return consolidate(entries, memory, now=now, project="project", high_water=high, counting=True)
+    count_hits(journal, bot.session.id, entries, now)
+    return consolidate(entries, now=now, counting=True)
 
 
 def test_a_candidate_is_promoted_at_its_third_hit_and_only_messages_about_it_count(bot, journal):
@@ -68,89 +68,78 @@ def test_a_candidate_is_promoted_at_its_third_hit_and_only_messages_about_it_cou
     bot.session.append([Message(USER, "compare pytest and unittest", hidden=True, turn=hidden),
                         Message(ASSISTANT, "Done.", turn=hidden), Message(TURN_END, turn=hidden)])  # iota's words
     write_turn(bot.session, "Porting the unittest cases to pytest.")                     # a hit
-    done = wrap_up(bot, journal, entries, memory, now + DAY)
-    assert (entries[0].state, entries[0].hits, done.memory_notices) == (CANDIDATE, 2, [])
-    assert not memory.path.exists() or "pytest" not in memory.path.read_text()
+    done = wrap_up(bot, journal, entries, now + DAY)
+    assert (entries[0].state, entries[0].hits, len(done)) == (CANDIDATE, 2, 0)
 
     write_turn(bot.session, "unittest or pytest for the new module?")                    # the third
-    done = wrap_up(bot, journal, entries, memory, now + 2 * DAY)
-    assert entries[0].state == DURABLE
-    assert f"- [inferred] Prefers pytest over unittest ({day(now + 2 * DAY)})" in memory.path.read_text()
-    assert done.memory_notices == [f"memory: MEMORY.md ## User +1 line: [inferred] Prefers pytest over unittest "
-                                   f"({day(now + 2 * DAY)}) (promoted: 3 hits)"]
+    done = wrap_up(bot, journal, entries, now + 2 * DAY)
+    assert (entries[0].state, entries[0].hits, entries[0].created) == (DURABLE, 0, now + 2 * DAY)
+    assert done.notices() == ['candidates: promoted "Prefers pytest over unittest" to durables (3 hits)']
+    assert "pytest" not in memory.path.read_text(), "a promotion writes no MEMORY.md line"
+    book = CandidateBook(bot.dir)
+    book.save(entries)
+    assert not book.path.exists()
+    assert json.loads(book.durables_path.read_text())["text"] == "Prefers pytest over unittest"
 
 
 def test_the_message_a_candidate_came_from_is_no_hit_and_a_message_counts_once(bot, journal):
-    memory = MemoryFile("coder", bot.dir)
     write_turn(bot.session, "pytest over unittest, please")
     entries: list[Entry] = []
     now = int(time.time())
     add(entries, [PYTEST], "", now=now, since=end_of_log(bot.session.dir))
-    wrap_up(bot, journal, entries, memory, now)
-    wrap_up(bot, journal, entries, memory, now)
+    wrap_up(bot, journal, entries, now)
+    wrap_up(bot, journal, entries, now)
     assert entries[0].hits == 0
     write_turn(bot.session, "pytest, not unittest")
-    wrap_up(bot, journal, entries, memory, now)
-    wrap_up(bot, journal, entries, memory, now)
+    wrap_up(bot, journal, entries, now)
+    wrap_up(bot, journal, entries, now)
     assert entries[0].hits == 1
 
 
-def test_lines_idle_30_days_are_demoted_candidates_idle_90_expire_and_the_persons_lines_stay(bot):
+def test_durables_idle_30_days_are_demoted_candidates_idle_90_expire_and_memory_md_is_untouched(bot):
     now = int(time.time())
     memory = MemoryFile("coder", bot.dir)
-    text = ("# coder memory\n## User\n"
-            f"- [inferred] Deploys go to staging first ({day(now - 31 * DAY)})\n"
-            f"- [user] Reply in English ({day(now - 29 * DAY)})\n"
-            f"- [inferred] Pinned for good ({day(now - 200 * DAY)})\n"
-            "- Never rebase main\n")
+    text = f"# coder memory\n## User\n- [inferred] Old line by the model ({day(now - 300 * DAY)})\n- Never rebase main\n"
     memory.path.write_text(text)
-    entries = [Entry("c1", "Old idea", created=now - 91 * DAY), Entry("c2", "Newer idea", created=now - 89 * DAY),
+    entries = [Entry("d1", "Deploys go to staging first", DURABLE, created=now - 31 * DAY),
+               Entry("d2", "Reply in English", DURABLE, created=now - 29 * DAY),
+               Entry("d3", "Pinned for good", DURABLE, created=now - 200 * DAY, pinned=True),
+               Entry("c1", "Old idea", created=now - 91 * DAY), Entry("c2", "Newer idea", created=now - 89 * DAY),
                Entry("c3", "Old but pinned", created=now - 91 * DAY, pinned=True)]
-    track_memory_lines(entries, memory, now=now, since=None)
-    next(entry for entry in entries if entry.text == "Pinned for good").pinned = True
 
-    done = consolidate(entries, memory, now=now, project="project", high_water=None, counting=True)
+    done = consolidate(entries, now=now, counting=True)
 
-    after = memory.path.read_text()
-    assert "Deploys go to staging first" not in after
-    assert "Reply in English" in after and "Pinned for good" in after
-    assert "- Never rebase main\n" in after
-    assert "- [inferred] Old but pinned" in after    # pinned: promoted however idle
-    assert (bot.dir / "MEMORY.md.prev").read_text().count("Deploys go to staging first") == 1
+    assert memory.path.read_text() == text
+    state = {entry.text: entry.state for entry in entries}
+    assert state == {"Deploys go to staging first": CANDIDATE, "Reply in English": DURABLE,
+                     "Pinned for good": DURABLE, "Old but pinned": DURABLE, "Newer idea": CANDIDATE}
     assert [entry.text for entry in done.expired] == ["Old idea"]
-    demoted = next(entry for entry in entries if entry.text == "Deploys go to staging first")
-    assert (demoted.state, demoted.hits) == (CANDIDATE, 0)
-    assert any("-1 line: [inferred] Deploys go to staging first" in line and "back to candidates: no mention in 31 "
-               "days" in line for line in done.memory_notices)
-    assert "Newer idea" in [entry.text for entry in entries]
+    assert [entry.text for entry in done.demoted] == ["Deploys go to staging first"]
+    assert [(entry.text, why) for entry, why in done.promoted] == [("Old but pinned", "pinned")]
 
-    # Sixty days on, the demoted line (last brought up 91 days ago) expires in its turn.
-    later = consolidate(entries, memory, now=now + 60 * DAY, project="project", high_water=None, counting=True)
+    # Sixty days on, the demoted entry (last brought up 91 days ago) expires in its turn.
+    later = consolidate(entries, now=now + 60 * DAY, counting=True)
     assert "Deploys go to staging first" in [entry.text for entry in later.expired]
-    assert "Never rebase main" in memory.path.read_text()
 
 
-def test_a_hit_keeps_a_line_from_being_demoted(bot, journal):
+def test_a_hit_keeps_a_durable_from_being_demoted(bot, journal):
     now = int(time.time())
-    memory = MemoryFile("coder", bot.dir)
-    memory.path.write_text(f"# coder memory\n## User\n- [inferred] Deploys go to staging first ({day(now - 20 * DAY)})\n"
-                           f"- [inferred] Reviews happen on Fridays ({day(now - 20 * DAY)})\n")
-    entries: list[Entry] = []
-    wrap_up(bot, journal, entries, memory, now)           # tracks both lines, from here on
+    entries = [Entry("d1", "Deploys go to staging first", DURABLE, created=now - 20 * DAY,
+                     since=end_of_log(bot.session.dir)),
+               Entry("d2", "Reviews happen on Fridays", DURABLE, created=now - 20 * DAY,
+                     since=end_of_log(bot.session.dir))]
     write_turn(bot.session, "deploy this to staging please")
-    wrap_up(bot, journal, entries, memory, now + 25 * DAY)
-    after = memory.path.read_text()
-    assert "Deploys go to staging first" in after       # brought up 25 days ago, at most
-    assert "Reviews happen on Fridays" not in after     # 45 days without a word
+    wrap_up(bot, journal, entries, now + 25 * DAY)
+    state = {entry.text: entry.state for entry in entries}
+    assert state["Deploys go to staging first"] == DURABLE    # brought up 25 days ago, at most
+    assert state["Reviews happen on Fridays"] == CANDIDATE     # 45 days without a word
 
 
-def test_without_a_journal_nothing_is_demoted(bot):
+def test_without_a_journal_nothing_is_demoted():
     now = int(time.time())
-    memory = MemoryFile("coder", bot.dir)
-    memory.path.write_text(f"# coder memory\n## User\n- [inferred] Deploys go to staging first ({day(now - 99 * DAY)})\n")
-    entries: list[Entry] = []
-    consolidate(entries, memory, now=now, project="project", high_water=None, counting=False)
-    assert "Deploys go to staging first" in memory.path.read_text()
+    entries = [Entry("d1", "Deploys go to staging first", DURABLE, created=now - 99 * DAY)]
+    consolidate(entries, now=now, counting=False)
+    assert entries[0].state == DURABLE
 
 
 @pytest.mark.parametrize("text, why", [
@@ -182,7 +171,8 @@ def test_the_book_keeps_its_entries_and_skips_a_damaged_line(tmp_path):
     book.path.write_text(book.path.read_text() + "not json\n")
     assert [(entry.text, entry.keywords, entry.created) for entry in book.load()] == \
         [("Prefers pytest over unittest", ["pytest", "unittest"], 1_790_000_000)]
-    assert book.warnings == [f"{book.path}: line 2 is not a candidate; it is skipped"]
+    assert book.warnings == ["candidates.jsonl: line 2 is not a record iota can read (Expecting value: line 1 "
+                             "column 1 (char 0)); it is kept as it is"]
     assert json.loads(book.path.read_text().splitlines()[0])["created"] == "2026-09-21T14:13:20Z"
 
 
@@ -208,12 +198,26 @@ def test_what_a_message_about_an_entry_must_say():
     assert about_expression([]) is None
 
 
-def test_a_promoted_line_counts_its_idle_days_from_its_promotion(bot):
+def test_a_durable_counts_its_idle_days_from_its_promotion():
     now = int(time.time())
-    memory = MemoryFile("coder", bot.dir)
     entries = [Entry("c1", "Deploys go to staging first", created=now - 40 * DAY, hits=3, last_hit=now - 29 * DAY)]
-    consolidate(entries, memory, now=now, project="project", high_water=None, counting=True)
-    consolidate(entries, memory, now=now + 5 * DAY, project="project", high_water=None, counting=True)
-    assert "Deploys go to staging first" in memory.path.read_text()
-    consolidate(entries, memory, now=now + 31 * DAY, project="project", high_water=None, counting=True)
-    assert "Deploys go to staging first" not in memory.path.read_text()
+    consolidate(entries, now=now, counting=True)
+    consolidate(entries, now=now + 5 * DAY, counting=True)
+    assert entries[0].state == DURABLE
+    consolidate(entries, now=now + 31 * DAY, counting=True)
+    assert entries[0].state == CANDIDATE
+
+
+def test_the_two_files_are_one_store_and_an_earlier_versions_tracked_lines_are_dropped(tmp_path):
+    book = CandidateBook(tmp_path)
+    legacy = {"id": "c1", "text": "A MEMORY.md line it tracked", "state": "durable", "created": "2026-01-01T00:00:00Z"}
+    book.path.write_text(json.dumps(legacy) + "\n" + json.dumps({**legacy, "id": "c2", "text": "A candidate",
+                                                                  "state": "candidate"}) + "\n")
+    book.durables_path.write_text(json.dumps({**legacy, "id": "d1", "text": "A durable", "pinned": True}) + "\n")
+    entries = book.load()
+    assert [(entry.id, entry.state, entry.pinned) for entry in entries] == \
+        [("c2", CANDIDATE, False), ("d1", DURABLE, True)]
+    entries[0].state = DURABLE
+    book.save(entries)
+    assert book.path.read_text() == ""
+    assert [json.loads(line)["id"] for line in book.durables_path.read_text().splitlines()] == ["c2", "d1"]

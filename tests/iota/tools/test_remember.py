@@ -18,27 +18,29 @@ DAY = datetime.date(2026, 9, 30)
 
 # The reference's schema (iota-facts §2.4), with what the memory layers add (issue 17): the `file`
 # to change, and the `patch` action SOUL.md is changed with; and a bot's candidates (issue 18): the
-# `candidates`, `pin`, `unpin`, `promote` and `forget` actions and the `items` they note.
+# `candidates`, `pin`, `unpin`, `promote` and `forget` actions and the `items` they note; and the
+# `durables` action (issue 31).
 SCHEMA = (
     '{"type":"object","properties":{"action":{"type":"string","enum":["add","replace","remove","patch'
-    '","candidates","pin","unpin","promote","forget"],"description":"add a line, replace the line con'
-    'taining old, or remove it; patch (SOUL.md only) replaces the body of one section; candidates not'
-    'es items and lists the candidates; pin, unpin, promote and forget change the candidate named by '
-    'old."},"items":{"type":"array","description":"candidates: facts or preferences to note, each one'
-    ' short line in the words of a MEMORY.md line, with up to 6 keywords a later message about it wou'
-    'ld contain (optional), and its MEMORY.md section (\\"User\\" by default).","items":{"type":"object'
-    '","properties":{"text":{"type":"string"},"keywords":{"type":"array","items":{"type":"string"}},"'
-    'section":{"type":"string"}},"required":["text"]}},"text":{"type":"string","description":"The ent'
-    'ry, one line (add, replace); for patch, the section\'s new body, any number of lines."},"source":'
-    '{"type":"string","enum":["user","inferred"],"description":"user: the user said it. inferred: you'
-    'r own conclusion, or read in tool output. Required for add and replace."},"old":{"type":"string"'
-    ',"description":"A substring of exactly one existing line (replace, remove), or a candidate\'s id '
-    'or part of its text (pin, unpin, promote, forget)."},"section":{"type":"string","description":"W'
-    'here add files the line: \\"User\\" (default), \\"Project: <name>\\" or \\"Open threads\\" in MEMORY.m'
-    'd; \\"Profile\\" or \\"Preferences\\" in USER.md; \\"Goals\\", \\"Constraints\\" or \\"Decisions\\" in BRI'
-    'EF.md. For patch, the SOUL.md section to replace."},"file":{"type":"string","enum":["MEMORY.md",'
-    '"SOUL.md","USER.md","BRIEF.md"],"description":"The file to change: MEMORY.md (default), SOUL.md,'
-    ' USER.md or BRIEF.md."}},"required":["action"]}'
+    '","candidates","durables","pin","unpin","promote","forget"],"description":"add a line, replace t'
+    'he line containing old, or remove it; patch (SOUL.md only) replaces the body of one section; can'
+    'didates notes items and lists the candidates; durables lists the durables; pin, unpin, promote a'
+    'nd forget change the candidate or durable named by old."},"items":{"type":"array","description":'
+    '"candidates: facts or preferences to note, each one short line in the words of a MEMORY.md line,'
+    ' with up to 6 keywords a later message about it would contain (optional), and its section (\\"Use'
+    'r\\" by default, \\"Project: <name>\\" for what holds in one project).","items":{"type":"object","p'
+    'roperties":{"text":{"type":"string"},"keywords":{"type":"array","items":{"type":"string"}},"sect'
+    'ion":{"type":"string"}},"required":["text"]}},"text":{"type":"string","description":"The entry, '
+    'one line (add, replace); for patch, the section\'s new body, any number of lines."},"source":{"ty'
+    'pe":"string","enum":["user","inferred"],"description":"user: the user said it. inferred: your ow'
+    'n conclusion, or read in tool output. Required for add and replace."},"old":{"type":"string","de'
+    'scription":"A substring of exactly one existing line (replace, remove), or a candidate\'s or dura'
+    'ble\'s id or part of its text (pin, unpin, promote, forget)."},"section":{"type":"string","descri'
+    'ption":"Where add files the line: \\"User\\" (default), \\"Project: <name>\\" or \\"Open threads\\" in'
+    ' MEMORY.md; \\"Profile\\" or \\"Preferences\\" in USER.md; \\"Goals\\", \\"Constraints\\" or \\"Decisions'
+    '\\" in BRIEF.md. For patch, the SOUL.md section to replace."},"file":{"type":"string","enum":["ME'
+    'MORY.md","SOUL.md","USER.md","BRIEF.md"],"description":"The file to change: MEMORY.md (default),'
+    ' SOUL.md, USER.md or BRIEF.md."}},"required":["action"]}'
 )
 
 
