@@ -125,7 +125,9 @@ class BotCompactor:
     flush (the compaction still runs, marked flush skipped) or the summary (a failure, retried).
     """
 
-    def __init__(self, bot: str, memory: BotMemory, remember: Tool, refresh_memory: Callable[[], list[str]]):
+    def __init__(self, bot: str, memory: BotMemory, remember: Tool | None, refresh_memory: Callable[[], list[str]]):
+        """`remember` is None for a bot with `memory: false`: it compacts without a flush, and
+        without saying so, for there is nothing it could save."""
         self.bot = bot
         self.memory = memory
         self.remember = remember
@@ -146,7 +148,7 @@ class BotCompactor:
         without one when a message is already waiting."""
         if self.flush_queued or self.owed or not lane.meter.reaches(self.threshold(lane)):
             return
-        if lane.inbox.has(UserMessage):
+        if lane.inbox.has(UserMessage) or self.remember is None:
             self.owed, self.flush_done = True, False
             return
         self.flush_queued = True
@@ -203,7 +205,7 @@ class BotCompactor:
             self.failures, self.flush_saved, self.snoozed_at = 0, 0, None
             for warning in self.refresh_memory():
                 lane.notice(warning, warning=True)
-            if warn:
+            if warn and self.remember is not None:
                 lane.notice(compaction.COMPACTED_WITHOUT_FLUSH)
         elif outcome is Outcome.UNCHANGED:
             self.owed = self.flush_done = False

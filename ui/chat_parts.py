@@ -203,7 +203,11 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
                                   mark=lambda: end_of_log(session.dir))
     remember = Remember(memory.main, files=memory.files, project=setup.project_root.name, typed_by_person=typed,
                         candidates=candidates)
-    setup.extra_tools.append(remember)
+    # `memory: false`: no writer and no reader of the bot's memory but the files themselves, which
+    # are the person's and still go out with every request.
+    remembering = setup.agent.memory
+    if remembering:
+        setup.extra_tools.append(remember)
     skill = SkillTool(bot_skills_dir(start.name), lambda: setup.skills) if setup.agent.tools.skills else None
     if skill is not None:
         setup.extra_tools.append(skill)
@@ -223,7 +227,10 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     conversation.instructions = setup.instructions
     opening.extend(Notice(text) for text in start.notices)
     label = f"session {session.id}" if start.created else f"resumed {session.id}"
-    compactor = BotCompactor(setup.agent.name, memory, remember, watcher.refresh_memory)
+    compactor = BotCompactor(setup.agent.name, memory, remember if remembering else None, watcher.refresh_memory)
+    if not remembering:
+        return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, history=history,
+                       about=about)
     journal = _open_journal(setup, start, cleanup, warnings)
     upkeep = Upkeep(setup, memory, remember, candidates, skill, journal, watcher.refresh_memory)
     return _Opened(conversation, label, watcher, opening, warnings, compactor, typed, work, journal, upkeep, history,

@@ -33,7 +33,7 @@ MODEL_KEYS = ("provider", "id", "context_window", "defer_mode", "effort", "tempe
 LAYERED_KEYS = ("context_window", "effort", "temperature", "top_p")
 AGENT_KEYS = ("model", "choices", "system", "system_file", "tools", "mcp_servers", "mode", "no_save", "notify",
               "journal", "description", "inherit", *LAYERED_KEYS, "title_model", "auto_continue", "timezone",
-              "upkeep", "upkeep_every", "upkeep_model")
+              "upkeep", "upkeep_every", "upkeep_model", "memory", "summary_every")
 MCP_KEYS = ("command", "args", "env", "url", "headers", "auth", "client_id", "client_secret", "redirect_port", "defer")
 TOOLSET_KEYS = {
     "code": ("read_only", "auto_write"),
@@ -42,7 +42,7 @@ TOOLSET_KEYS = {
     "ask": (),
     "delegate": ("agents", "max_parallel", "max_depth"),
 }
-BOOLEAN_KEYS = {"no_save", "notify", "journal", "upkeep", "reports_usage", "supports_tools", "read_only", "auto_write", "network", "auto_run"}
+BOOLEAN_KEYS = {"no_save", "notify", "journal", "memory", "upkeep", "reports_usage", "supports_tools", "read_only", "auto_write", "network", "auto_run"}
 
 # Keys of features not built yet, by layer: refused, so that nobody believes they took effect.
 NOT_SUPPORTED_YET = {

@@ -27,6 +27,7 @@ EFFORTS = ("minimal", "low", "medium", "high")
 # Turns in a row a bot continues a task in progress by itself before it stops and says so.
 DEFAULT_AUTO_CONTINUE = 10
 DEFAULT_UPKEEP_EVERY = 5
+DEFAULT_SUMMARY_EVERY = 6
 # The largest values taken. No model has a window near 100m tokens, and a turn count in the
 # thousands is a typo; a number past these (`1e23`) would only overflow the arithmetic later.
 MAX_CONTEXT_WINDOW = 100_000_000
@@ -224,6 +225,9 @@ class AgentConfig:
     description: str | None = None
     inherit: tuple[str, ...] = ()   # a bot's: the bots whose memory it also sees (see inherited_bots)
     journal: bool = True   # a bot's journal and its `recall` tool
+    # A bot's memory writers and readers (journal, recall, remember, upkeep, candidates, durables,
+    # running summary); false keeps only its memory files, which still go out with every request.
+    memory: bool = True
     context_window: int | None = None
     effort: str | None = None
     temperature: float | None = None
@@ -238,6 +242,8 @@ class AgentConfig:
     upkeep: bool = True
     upkeep_every: int = DEFAULT_UPKEEP_EVERY
     upkeep_model: str | None = None
+    # Every how many of the person's turns the upkeep refreshes the running summary (0: never).
+    summary_every: int = DEFAULT_SUMMARY_EVERY
 
     @classmethod
     def decode(cls, name: str, raw: dict) -> AgentConfig:
@@ -251,7 +257,8 @@ class AgentConfig:
                    tuple(_texts(raw, "inherit")), journal=raw.get("journal", True), **_layered(raw),
                    title_model=_text(raw, "title_model"), auto_continue=_auto_continue(raw), timezone=_timezone(raw),
                    upkeep=raw.get("upkeep", True), upkeep_every=_upkeep_every(raw),
-                   upkeep_model=_text(raw, "upkeep_model"))
+                   upkeep_model=_text(raw, "upkeep_model"), memory=raw.get("memory", True),
+                   summary_every=_turns(raw, "summary_every", DEFAULT_SUMMARY_EVERY, 0, "0 turns it off"))
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ drops the person's `skills: false` turns skills back on, and is wider; one that 
 The orders, in words:
 
     a flag that gives more            off is narrower: auto_write, auto_run, network, no_save,
-                                      journal, upkeep, and each toolset being on (code, shell,
+                                      journal, memory, upkeep, and each toolset being on (code, shell,
                                       skills, ask, delegate)
     read_only                         on is narrower
     sandbox, mode                     auto < off;  chat < agent < bot
     lists of what is reached          fewer is narrower: mcp_servers, write, env_keep, inherit,
                                       delegate.agents
-    numbers                           auto_continue: fewer turns; upkeep_every: more turns apart;
+    numbers                           auto_continue: fewer turns; upkeep_every, summary_every: more
+                                      turns apart (summary_every: 0, never, is the narrowest);
                                       shell limits: none higher (memory, file_size, processes);
                                       delegate.max_parallel, delegate.max_depth: lower
     model, choices, title_model       any model that stays (not one left out, nor on a provider
@@ -213,6 +214,10 @@ def _orders() -> dict[str, Order | None]:
         "auto_continue": Order(_field("auto_continue"), at_most(
             "continues a task by itself for {theirs} turns (yours: {ours})")),
         "upkeep": Order(_field("upkeep"), on_is_wider("runs upkeep that writes memory after turns")),
+        "memory": Order(_field("memory"), on_is_wider("keeps a journal and writes its memory")),
+        "summary_every": Order(_field("summary_every"), lambda theirs, ours, context: (
+            f"refreshes the running summary every {theirs} turns (yours: "
+            f"{f'every {ours}' if ours else 'never'})") if theirs and (not ours or theirs < ours) else None),
         "upkeep_every": Order(_field("upkeep_every"), at_least(
             "runs upkeep every {theirs} turns (yours: every {ours})")),
         "tools": None,

@@ -317,6 +317,7 @@ CASES = [
     Case("agents.inherit", key("agents", "a", inherit=["main"]), memory_probe,
          base=both(key("agents", "a", mode="bot"), key("agents", "main", mode="bot", model="m"))),
     Case("agents.journal", key("agents", "a", journal=False), journal_probe, base=key("agents", "a", mode="bot")),
+    Case("agents.memory", key("agents", "a", memory=False), journal_probe, base=key("agents", "a", mode="bot")),
     Case("agents.description", key("agents", "a", description="Writes the docs"), listing_probe),
     Case("agents.context_window", key("agents", "a", context_window="64k"), request_probe),
     Case("agents.effort", key("agents", "a", effort="low"), request_probe),

@@ -79,6 +79,8 @@ AGENT_CASES = [
     agent({"auto_continue": 3}, {"auto_continue": 10}, {"auto_continue": 0}, path="auto_continue"),
     agent({"upkeep": False}, {"upkeep": True}, {"upkeep": False}, path="upkeep", narrowed={}),
     agent({"upkeep_every": 5}, {"upkeep_every": 2}, {"upkeep_every": 9}, path="upkeep_every"),
+    agent({"memory": False}, {"memory": True}, {"memory": False}, path="memory", narrowed={}),
+    agent({"summary_every": 6}, {"summary_every": 2}, {"summary_every": 0}, path="summary_every"),
     agent(tools(code=None), tools(code=None, shell=None), tools(code=False), path="tools"),  # removing a toolset
     agent({}, tools(code=None), {}, path="tools.code", narrowed=tools(code=None)),
     agent(tools(code={"read_only": True}), tools(code={}), tools(code={"read_only": True}), path="tools.code.read_only",
