@@ -22,6 +22,7 @@ import trio
 from actors.events import Compaction
 from actors.lane import Command, Lane, UserMessage
 from iota.compaction import summary as compaction
+from iota.bots.summary import read_summary
 from iota.compaction.summary import Compacted
 from iota.sessions.conversation import notice
 from iota.errors import IotaError
@@ -68,7 +69,8 @@ class Outcome(enum.Enum):
 
 
 async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_memory: str | None = None,
-                      flush_saved: int = 0, flush_skipped: bool = False) -> tuple[Outcome, str]:
+                      flush_saved: int = 0, flush_skipped: bool = False,
+                      running_summary: str = "") -> tuple[Outcome, str]:
     """Compact the conversation. Failures are shown, and returned with their one-line reason."""
     conversation = lane.conversation
     lane.set_running(compaction.COMPACTING)
@@ -78,7 +80,7 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
     try:
         compacted = await compaction.compact(lane.setup.provider(), lane.setup.model.id, conversation.messages,
                                              count, hint=hint, bot_memory=bot_memory, flush_saved=flush_saved,
-                                             flush_skipped=flush_skipped)
+                                             flush_skipped=flush_skipped, running_summary=running_summary)
     except IotaError as error:  # CompactionFailed, or the provider's own error
         lane.notice(compaction.failed_line(error), warning=True)
         return Outcome.FAILED, str(error)
@@ -196,7 +198,9 @@ class BotCompactor:
         with lane.interruptible() as scope:
             outcome, reason = await compact_now(lane, hint, manual=manual, bot_memory=self.memory.current().body,
                                                 flush_saved=0 if flush_skipped else self.flush_saved,
-                                                flush_skipped=flush_skipped)
+                                                flush_skipped=flush_skipped,
+                                                running_summary=read_summary(self.memory.bot_dir)
+                                                if self.remember is not None else "")
         if scope.cancelled_caught:
             outcome, reason = Outcome.FAILED, "interrupted"
             lane.notice(compaction.failed_line(reason), warning=True)

@@ -27,7 +27,8 @@ from actors.events import Panel
 from actors.lane import Lane
 from iota.chat import ChatSetup
 from iota.memory.layers import BotMemory
-from iota.memory.report import describe, editable
+from iota.bots.summary import SUMMARY_NAME, read_summary, summary_path
+from iota.memory.report import Editable, describe, editable
 from iota.messages import Message
 from iota.prompt import agents_signature
 from iota.sessions.conversation import notice
@@ -93,8 +94,10 @@ class MemoryWatcher:
             return
         # Read as the next request would, so the table says what will go out, not what went out.
         fresh = _fresh(memory)
-        lane.emit(Panel("Memory", describe(fresh)))
-        files = editable(fresh)
+        summary = read_summary(memory.bot_dir)
+        lane.emit(Panel("Memory", f"{describe(fresh)}\n\n{SUMMARY_NAME} (the running summary, sent after a "
+                                  f"compaction):\n{summary or '(none yet)'}"))
+        files = [*editable(fresh), Editable(SUMMARY_NAME, summary_path(memory.bot_dir), new=not summary)]
         index = await lane.ask("Open a memory file in $EDITOR? (Esc: no)",
                                tuple(f"{file.label}{' (new)' if file.new else ''}" for file in files))
         if index is None:

@@ -35,6 +35,7 @@ from actors.lane import Command, Lane, UserMessage
 from iota.agent import Approvals, Turn, run_turn
 from iota.bots.candidates import CANDIDATE, Consolidated, consolidate, describe
 from iota.bots.hits import count_hits
+from iota.bots import summary as running
 from iota.bots import upkeep as rules
 from iota.chat import ChatSetup
 from iota.config import settings
@@ -73,6 +74,12 @@ class Upkeep:
         self.every = setup.agent.upkeep_every
         self.now = now
         self.person_turns = 0     # typed since the last upkeep
+        # The running summary (iota.bots.summary): refreshed by this job every `summary_every`
+        # typed turns, and carried by the first message after a compaction.
+        self.summary_every = setup.agent.summary_every
+        self.summary_state = running.SummaryState(memory.bot_dir)
+        self.summary_turns = 0    # typed since the last refresh
+        self._carry = False       # a compaction just happened: the next message carries the summary
         self.asked = False        # one of them asked to remember
         self.owed = False         # due, but given way to the person: runs after their next turn
         self._queued = False
@@ -101,6 +108,8 @@ class Upkeep:
         self.person_turns = rules.typed_turns(rules.since_wrapped(lane.conversation.messages,
                                                                   self.state.wrapped_through()))
         self.owed = self.person_turns >= self.every
+        self.summary_turns = rules.typed_turns(rules.since_wrapped(lane.conversation.messages,
+                                                                   self.summary_state.through()))
         task_status.started()
         try:
             await trio.sleep_forever()
@@ -113,18 +122,22 @@ class Upkeep:
         """Each message the person typed counts, and may ask to remember (iota's own do not)."""
         if not user.hidden:
             self.person_turns += 1
+            self.summary_turns += 1
             self.asked = self.asked or rules.asks_to_remember(user.content)
 
     async def after_turn(self, lane: Lane) -> None:
         """After a clean turn: queue the upkeep when it is due."""
         turn = lane.last_turn
-        if not self.enabled or turn is None or turn.interrupted:
+        if turn is None or turn.interrupted:
             return
-        if self._due() or (self._condensed and not self._failing):
+        if (self.enabled and (self._due() or (self._condensed and not self._failing))) or self._summary_due():
             self._queue(lane)
 
     def _due(self) -> bool:
-        return self.asked or self.owed or self.person_turns >= self.every
+        return self.enabled and (self.asked or self.owed or self.person_turns >= self.every)
+
+    def _summary_due(self) -> bool:
+        return self.summary_every > 0 and self.summary_turns >= self.summary_every
 
     def give_way(self, job) -> None:
         """The person submitted something (a message, a command): a running upkeep stops at once."""
@@ -141,6 +154,7 @@ class Upkeep:
     def condensed(self, messages: list[Message]) -> None:
         """A compaction condensed `messages`: those after the last upkeep are read next, before
         they are out of reach (the job is queued behind whatever runs now)."""
+        self._carry = True
         part = rules.since_wrapped(messages, self.state.wrapped_through())
         if self.enabled and self._lane is not None and rules.exchange_text(part).strip():
             self._condensed += part
@@ -150,7 +164,7 @@ class Upkeep:
         if self._queued:
             return
         if self._person_waiting(lane):
-            self.owed = True
+            self.owed = self._due()   # a refresh of the summary alone stays owed by its own count
             return
         self._queued = True
         lane.inbox.put(Command(UPKEEP, "", self._job))
@@ -161,11 +175,12 @@ class Upkeep:
     async def _job(self, lane: Lane, argument: str) -> None:
         self._queued = False
         if self._person_waiting(lane):  # typed while it waited: their turn first
-            self.owed = True
+            self.owed = self._due()
             return
         lane.set_running(rules.RUNNING)
         report = _Report()
-        due = self._due()
+        due, summary_due = self._due(), self._summary_due()
+        extracted = False
         try:
             with trio.CancelScope() as self._scope:
                 if self._condensed:
@@ -179,8 +194,11 @@ class Upkeep:
                     await self._ask(lane, exchange, report)
                     self.state.save(rules.last_turn(exchange) or self.state.wrapped_through())
                     self.person_turns, self.asked, self.owed = 0, False, False
+                    extracted = True
+                if summary_due:
+                    await self._refresh_summary(lane)
             if self._scope.cancelled_caught:  # the person typed: it runs again after their turn
-                self.owed = True
+                self.owed = due and not extracted
             else:
                 self._failing = False
         except _Failed:
@@ -191,6 +209,46 @@ class Upkeep:
             self._scope = None
             with trio.CancelScope(shield=True):
                 await self._tell(lane, report)
+
+    async def _refresh_summary(self, lane: Lane) -> None:
+        """One tool-less call over the exchange since the last refresh and the summary on disk now
+        (the person's edits and all); the answer, shaped, replaces summary.md (the old kept as .prev).
+        A failure is said once and tried again at the next throttle point; a cancel (the person
+        typed) leaves it owed."""
+        exchange_messages = rules.since_wrapped(lane.conversation.messages, self.summary_state.through())
+        exchange = rules.exchange_text(exchange_messages)
+        if exchange.strip():
+            model = self.model()
+            previous = running.read_summary(self.memory.bot_dir)
+            self.cost.runs += 1
+            try:
+                reply = await self._provider_for(model).stream(
+                    running.request(self.memory.bot, model.id, previous, exchange), lambda _text: None)
+            except IotaError as error:
+                self._warn(lane, f"summary refresh failed: {error}")
+                self.summary_turns = 0
+                return
+            self.cost.add(reply.usage)
+            if reply.text.strip():
+                text = running.shaped(reply.text)
+                try:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(running.write_summary, self.memory.bot_dir, text)
+                except OSError as error:
+                    self._warn(lane, f"summary: cannot write {running.SUMMARY_NAME}: {error.strerror or error}")
+                    return
+                lane.notice(f"summary: {running.SUMMARY_NAME} refreshed ({len(text.encode())} bytes)")
+        self.summary_state.save(rules.last_turn(exchange_messages) or self.summary_state.through())
+        self.summary_turns = 0
+
+    async def carry_summary(self, lane: Lane, user: Message) -> None:
+        """The first message after a compaction carries the running summary (a hidden notice)."""
+        if not self._carry:
+            return
+        self._carry = False
+        text = running.read_summary(self.memory.bot_dir)
+        if text:
+            await lane.keep([running.summary_notice(text)])
 
     async def _consolidate(self, lane: Lane, report: _Report) -> None:
         """Count the hits since the last upkeep in the journal's index and apply the rules."""

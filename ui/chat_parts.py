@@ -125,7 +125,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         # The files the message mentions (`@path`) go with it before anything else looks at it.
         before_send=[attach_mentions, *([chat.typed.before_send] if chat.typed else []),
                      *([upkeep.before_send] if upkeep else []), chat.watcher.before_send, *([skills.before_send] if skills else []),
-                     compactor.before_send if compactor else CompactionOffer(), *(work.before_send if work else []),
+                     compactor.before_send if compactor else CompactionOffer(),
+                     *([upkeep.carry_summary] if upkeep else []), *(work.before_send if work else []),
                      *([chat.durables.before_send] if chat.durables else []),
                      *([chat.journal.before_send] if chat.journal else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),

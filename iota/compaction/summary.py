@@ -209,6 +209,7 @@ def summary_request(
     bot_memory: str | None = None,
     flush_saved: int = 0,
     retry_note: str = "",
+    running_summary: str = "",
 ) -> str:
     """The text of the one user message that asks for a summary of `messages`.
 
@@ -226,6 +227,9 @@ def summary_request(
     if previous_summary:
         parts.append("\n\n--- PREVIOUS SUMMARY (already condensed: carry forward what still matters, drop what "
                      "is resolved) ---\n" + previous_summary)
+    if running_summary:
+        parts.append("\n\n--- RUNNING SUMMARY (kept every few exchanges: keep what it knows that still holds) ---\n"
+                     + running_summary)
     if bot_memory is not None:
         parts.append("\n\n--- LONG-TERM MEMORY (already saved separately; do not repeat these) ---\n"
                      + (bot_memory or "(empty)"))
@@ -342,13 +346,15 @@ async def summarize(
     hint: str = "",
     bot_memory: str | None = None,
     flush_saved: int = 0,
+    running_summary: str = "",
 ) -> tuple[str, Usage]:
     """The summary of `split.middle` (trimmed) and what asking for it cost, both calls if there were two.
 
     Raises CompactionFailed: `empty summary`, or the provider's own error text.
     """
     def request(note: str = "") -> str:
-        return summary_request(split.middle, split.previous_summary, hint, bot_memory, flush_saved, note)
+        return summary_request(split.middle, split.previous_summary, hint, bot_memory, flush_saved, note,
+                               running_summary)
 
     identifiers = recent_identifiers(split.middle)
     summary, usage = await _ask(provider, model_id, request())
@@ -393,6 +399,7 @@ async def compact(
     bot_memory: str | None = None,
     flush_saved: int = 0,
     flush_skipped: bool = False,
+    running_summary: str = "",
 ) -> Compacted | None:
     """Summarise all but the last turn of the live view `messages`.
 
@@ -412,7 +419,7 @@ async def compact(
     if through < 0:
         raise CompactionFailed(NOT_SAVED)
     summary, usage = await summarize(provider, model_id, split, hint=hint, bot_memory=bot_memory,
-                                     flush_saved=flush_saved)
+                                     flush_saved=flush_saved, running_summary=running_summary)
     record = Message(COMPACTION, summary, compacted_through=through, usage=usage, flush_skipped=flush_skipped)
     first = dataclasses.replace(split.tail[0], content=summary_preamble(summary) + split.tail[0].content)
     return Compacted(record, [*split.head, first, *split.tail[1:]])

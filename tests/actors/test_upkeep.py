@@ -25,7 +25,9 @@ from ui.chat_parts import open_chat
 from ui.cli import build_parser
 
 BOUND = 15  # seconds: a bound on a hang, never a measurement
-BOT = "  coder:\n    mode: bot\n    model: m\n"
+# The running summary (its own tests: test_running_summary.py) is off here, so that the upkeep
+# requests these tests count are the extraction's alone.
+BOT = "  coder:\n    mode: bot\n    model: m\n    summary_every: 0\n"
 
 
 @pytest.fixture

@@ -330,6 +330,8 @@ CASES = [
          base=key("agents", "a", mode="bot")),
     Case("agents.upkeep", key("agents", "a", upkeep=False), upkeep_probe, base=key("agents", "a", mode="bot")),
     Case("agents.upkeep_every", key("agents", "a", upkeep_every=2), upkeep_probe, base=key("agents", "a", mode="bot")),
+    # The upkeep job refreshes the summary: queued after the second turn, not the fifth.
+    Case("agents.summary_every", key("agents", "a", summary_every=2), upkeep_probe, base=key("agents", "a", mode="bot")),
     Case("agents.upkeep_model", key("agents", "a", upkeep_model="n"), upkeep_probe,
          base=both(key("agents", "a", mode="bot"), key("models", "n", provider="p", id="small"))),
     # toolsets
