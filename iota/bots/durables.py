@@ -1,7 +1,7 @@
 """Which durables ride on a message: the pinned ones, those the message is about, the highest-hit.
 
     before each message ──► the durables (iota.bots.candidates) in this project's scope:
-        1. every pinned one
+        1. every pinned one (at most PINS_CAP may be pinned)
         2. those the message is about — the same full-text test a hit is (iota.bots.hits: the
            entry's key words, all of one or two, else any two, with the porter stemmer)
         3. the ones with the most hits, the most recently brought up first
@@ -26,6 +26,9 @@ from iota.bots.hits import about_expression, keys_of
 from iota.messages import USER, Message
 
 SENT_ENTRIES = 16
+# At most this many entries are pinned (`remember` refuses another), so that the pins, which go
+# first, always leave room for what a message is about.
+PINS_CAP = SENT_ENTRIES // 2
 SENT_BYTES = 2 * 1024
 DURABLES_MARK = "[durables] "
 HEADER = (f"{DURABLES_MARK}What you learned in earlier conversations and kept (pinned, about this message, or "
@@ -58,10 +61,12 @@ def about_message(message: str, entries: Iterable[Entry]) -> set[str]:
 
 def chosen(entries: Sequence[Entry], message: str, *, project: str | None,
            already: frozenset[str] = frozenset()) -> list[Entry]:
-    """The durables to send with `message`, in the order above, within both caps; those whose
-    text is in `already` (sent earlier in the view) are left out."""
-    durables = [entry for entry in entries
-                if entry.state == DURABLE and in_scope(entry, project) and entry.text not in already]
+    """The durables to send with `message`, in the order above, within both caps; then those whose
+    text is in `already` (sent earlier in the view) are left out. They are left out after the
+    choice, not before it: the most brought up ones are the same from one message to the next,
+    and one already in view is not replaced by the next in line, so a long conversation adds only
+    what each message is about."""
+    durables = [entry for entry in entries if entry.state == DURABLE and in_scope(entry, project)]
     ranked = sorted(durables, key=lambda entry: (-entry.hits, -entry.last_active))
     relevant = about_message(message, durables)
     order = ([entry for entry in ranked if entry.pinned] + [entry for entry in ranked if entry.id in relevant]
@@ -76,7 +81,7 @@ def chosen(entries: Sequence[Entry], message: str, *, project: str | None,
             continue
         picked.append(entry)
         size += line
-    return picked
+    return [entry for entry in picked if entry.text not in already]
 
 
 def durables_text(picked: Sequence[Entry]) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from iota.bots.candidates import (CANDIDATE, DURABLE, PROMOTE_HITS, CandidateBook, Entry, Mark, add, describe, find,
                                   promote)
-from iota.bots.durables import SENT_ENTRIES
+from iota.bots.durables import PINS_CAP, SENT_ENTRIES
 from iota.memory.file import MemoryFile, read_memory
 from iota.memory.lines import MemoryRefusal, go_quote
 from iota.tools.base import ToolResult
@@ -88,6 +88,11 @@ class CandidateActions:
             promote(entry, now=now)
             said = f"promoted {go_quote(entry.text)} to durables"
         else:
+            pinned = [other for other in entries if other.pinned and other is not entry]
+            if action == "pin" and len(pinned) >= PINS_CAP:
+                raise ToolError(f"{len(pinned)} entries are pinned already, the most there may be (pins go with "
+                                f"every message, and leave room for what it is about); unpin one first: "
+                                + "; ".join(describe(other) for other in pinned))
             entry.pinned = action == "pin"
             said = f"{action}ned {kind} {go_quote(entry.text)}" + (
                 " (it becomes a durable at the next upkeep)" if entry.pinned and entry.state == CANDIDATE

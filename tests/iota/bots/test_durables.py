@@ -4,8 +4,13 @@ about (the test of a hit, porter-stemmed), then the most brought up; never more 
 
 from __future__ import annotations
 
-from iota.bots.candidates import CANDIDATE, DURABLE, Entry
-from iota.bots.durables import (HEADER, SENT_BYTES, SENT_ENTRIES, about_message, chosen, durables_block, durables_text,
+import pytest
+
+from iota.bots.candidates import CANDIDATE, DURABLE, CandidateBook, Entry
+from iota.errors import ToolError
+from iota.memory.file import MemoryFile
+from iota.tools.remember_candidates import CandidateActions
+from iota.bots.durables import (HEADER, PINS_CAP, SENT_BYTES, SENT_ENTRIES, about_message, chosen, durables_block, durables_text,
                                 sent_in)
 
 
@@ -56,3 +61,21 @@ def test_another_projects_durable_is_not_sent_and_what_the_view_carries_is_not_s
     assert sent_in(view) == {"Uses nox here", "Likes short replies"}
     assert chosen(entries, "hi", project="mine", already=sent_in(view)) == []
     assert durables_text([]) is None
+
+
+def test_remember_lists_pins_unpins_and_forgets_durables_and_refuses_a_pin_past_the_cap(tmp_path):
+    book = CandidateBook(tmp_path)
+    book.save([Entry(f"d{n}", f"Fact number {n}", DURABLE, hits=n) for n in range(PINS_CAP + 1)]
+              + [Entry("c1", "A candidate", CANDIDATE)])
+    actions = CandidateActions(book, MemoryFile("coder", tmp_path), project="p")
+    listing = actions.run("durables", {}).content
+    assert listing.splitlines()[0].startswith(f"{PINS_CAP + 1} durables") and "A candidate" not in listing
+    for n in range(PINS_CAP):
+        assert "pinned durable" in actions.run("pin", {"old": f"d{n}"}).content
+    with pytest.raises(ToolError, match=f"{PINS_CAP} entries are pinned already"):
+        actions.run("pin", {"old": f"d{PINS_CAP}"})
+    actions.run("unpin", {"old": "d0"})
+    actions.run("pin", {"old": f"d{PINS_CAP}"})
+    assert "forgot durable" in actions.run("forget", {"old": "Fact number 1"}).content
+    assert [e.id for e in book.load() if e.pinned] == [f"d{n}" for n in range(2, PINS_CAP + 1)]
+    assert "Fact number 1" not in book.durables_path.read_text()
