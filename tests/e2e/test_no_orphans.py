@@ -42,20 +42,32 @@ def read_pids(path: Path, timeout: float = 30.0) -> list[int]:
 
 
 def iota_pid(screen) -> int:
-    """The iota process in the terminal: the child of the pane's shell."""
-    shell = screen.pane_pid()
+    """The iota process in the terminal: the first process under the pane's shell that runs
+    the `iota` command."""
+    parents: dict[int, int] = {}
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
                 try:
                     stat = (entry / "stat").read_text()
+                    command = (entry / "cmdline").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if int(stat.rpartition(")")[2].split()[1]) == shell:
-                    return int(entry.name)
+                pid = int(entry.name)
+                parents[pid] = int(stat.rpartition(")")[2].split()[1])
+                if IOTA.encode() in command[:2] and screen.pane_pid() in _ancestors(pid, parents):
+                    return pid
         time.sleep(0.05)
     raise AssertionError("no iota process under the terminal's shell")
+
+
+def _ancestors(pid: int, parents: dict[int, int]) -> list[int]:
+    found = []
+    while pid in parents and pid > 1:
+        pid = parents[pid]
+        found.append(pid)
+    return found
 
 
 def processes_with(marker: str) -> list[int]:
@@ -135,3 +147,23 @@ def test_a_background_job_dies_with_iota_on_kill_9(iota, terminal, sandbox):
     assert sandboxed == (sandbox == "auto")
     os.kill(iota_pid(screen), signal.SIGKILL)
     assert_gone(jobs, "the background job")
+
+
+def test_the_editor_dies_with_iota_on_kill_9(iota, terminal, tmp_path):
+    pid_file = tmp_path / "editor.pid"
+    editor = tmp_path / "editor.sh"
+    # An editor that says where it is, then waits for a key it will never get.
+    editor.write_text(f"#!/bin/sh\necho $$ > {pid_file}.partial && mv {pid_file}.partial {pid_file}\n"
+                      "printf 'EDITOR OPEN\\n'\nIFS= read -r line\n")
+    editor.chmod(0o755)
+    iota.write_config("  chat: {model: m}\n")
+    # The terminal outlives iota, as a person's does: its shell goes on after iota has ended.
+    screen = terminal.start(["sh", "-c", f"{IOTA} run chat; exec sleep 3600"], cols=120, rows=36,
+                            env=iota.env(EDITOR=str(editor), VISUAL=""), cwd=iota.cwd)
+    screen.wait_for(READY)
+    screen.type("/edit")
+    screen.send_keys("Enter")
+    screen.wait_for("EDITOR OPEN")
+    [pid] = read_pids(pid_file)
+    os.kill(iota_pid(screen), signal.SIGKILL)
+    assert_gone([pid], "the editor")
