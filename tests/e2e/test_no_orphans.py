@@ -115,9 +115,12 @@ def test_a_starting_mcp_server_dies_when_the_terminal_goes_away(starting_bot):
     assert_gone(pids, "the MCP server and its helper")
 
 
-def test_a_starting_mcp_server_dies_with_iota_on_kill_9(starting_bot):
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["kill_9", "term", "int"])
+def test_a_starting_mcp_server_dies_with_iota_on_a_signal(starting_bot, signum):
     screen, pids = starting_bot
-    os.kill(iota_pid(screen), signal.SIGKILL)
+    iota = iota_pid(screen)
+    os.kill(iota, signum)
+    assert_gone([iota], "iota itself")
     assert_gone(pids, "the MCP server and its helper")
 
 
