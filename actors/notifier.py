@@ -51,6 +51,7 @@ from trio_util import RepeatedEvent
 
 from iota import hosts
 from iota.hosts import Host, PingKind, State
+from iota.sandbox.reaper import reaper_argv
 
 logger = logging.getLogger("iota.hosts")
 
@@ -351,7 +352,8 @@ async def run_bounded(argv: list[str], seconds: float) -> str | None:
     """Run a host's command, killed past `seconds`; its output, or None (and a debug line) when it
     failed or took too long."""
     with trio.move_on_after(seconds) as bound:
-        done = await trio.run_process(argv, check=False, capture_stdout=True,
+        # Under the reaper: a host command that hangs would otherwise outlive a killed iota.
+        done = await trio.run_process(reaper_argv(argv), check=False, capture_stdout=True,
                                       stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, deliver_cancel=_kill)
     if bound.cancelled_caught:
         logger.debug("%s: killed after %.0f s", " ".join(argv), seconds)
@@ -363,8 +365,9 @@ async def run_bounded(argv: list[str], seconds: float) -> str | None:
 
 
 async def _kill(process: trio.Process) -> None:
-    # No SIGTERM and grace period: a wedged status command has nothing to save.
-    process.kill()
+    # SIGTERM to the reaper, which SIGKILLs the command at once: no grace period, since a wedged
+    # status command has nothing to save. (A SIGKILL would end the reaper alone.)
+    process.terminate()
 
 
 class _TerminalOutlet(Outlet):

@@ -42,6 +42,7 @@ import urwid
 from urwid.display import escape
 
 from actors.events import Ask, Card, Choose, Hint, RunInTerminal, SessionSaved, Status, TextDelta
+from iota.sandbox.reaper import raise_unless_runnable, reaper_argv
 from ui import theme
 from ui.first_frame import take_typed_ahead
 from ui.frames import FramedLoop, Framer, arrivals
@@ -282,7 +283,12 @@ class ChatApp:
         try:
             with self._main_loop.paused():
                 try:
-                    process = await trio.run_process(list(event.argv), check=False, stdin=None)
+                    # Under the reaper, so that the program dies with iota (a `kill -9` of it
+                    # would leave an editor fighting the shell for the terminal); it is spawned
+                    # through the reaper, so whether the program can run is asked first.
+                    raise_unless_runnable(event.argv[0], os.environ.get("PATH", os.defpath), os.getcwd())
+                    argv = reaper_argv(list(event.argv), foreground=True)
+                    process = await trio.run_process(argv, check=False, stdin=None)
                     outcome: int | str = process.returncode
                 except OSError as error:
                     outcome = error.strerror or str(error)

@@ -31,6 +31,7 @@ import trio
 from iota import __version__
 from iota.config.entries import McpServerConfig
 from iota.mcp.auth import auth_mode, not_logged_in
+from iota.sandbox.reaper import raise_unless_runnable, reaper_argv
 
 # The HTTP client's timeouts: connecting, and waiting for a slow tool's answer.
 HTTP_CONNECT_SECONDS, HTTP_READ_SECONDS = 30.0, 300.0
@@ -87,7 +88,7 @@ async def _transport(server: McpServerConfig, cwd: Path, trail: Trail, auth: Any
     else:
         from mcp.client.stdio import stdio_client
 
-        async with stdio_client(stdio_parameters(server, cwd), errlog=trail.stderr) as streams:
+        async with stdio_client(_under_reaper(stdio_parameters(server, cwd)), errlog=trail.stderr) as streams:
             yield streams
 
 
@@ -98,6 +99,19 @@ def stdio_parameters(server: McpServerConfig, cwd: Path) -> Any:
     from mcp.client.stdio import StdioServerParameters
 
     return StdioServerParameters(command=server.command, args=list(server.args), env=server.env or None, cwd=cwd)
+
+
+def _under_reaper(parameters: Any) -> Any:
+    """`parameters` with the server run under the reaper, so that it and whatever it starts die
+    with iota however iota ends (`kill -9`, the terminal closed under it), not only when the SDK
+    stops it. A command that cannot be run raises here, as the spawn itself would have, since
+    under the reaper the spawn of the reaper always succeeds."""
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment() | (parameters.env or {})
+    raise_unless_runnable(parameters.command, env.get("PATH", os.defpath), Path(parameters.cwd or "."))
+    argv = reaper_argv([parameters.command, *parameters.args])
+    return parameters.model_copy(update={"command": argv[0], "args": argv[1:]})
 
 
 async def _relay(source: Any, sink: Any, ended: trio.Event) -> None:

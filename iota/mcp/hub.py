@@ -12,7 +12,8 @@ toolbox follows. A tool object the model still holds for a dead server answers w
 result. Leaving the hub cancels its nursery, and each server's transport then stops its server:
 a stdio server's stdin is closed, then its process group is terminated and killed (the SDK does
 this shielded from the cancellation, so even a chat cut short by Ctrl+C or SIGTERM leaves no
-process behind).
+process behind). A stdio server runs under iota's reaper (`connection`), so one that iota cannot
+stop — iota killed with `kill -9`, its terminal gone mid-start — dies with iota all the same.
 
 The SDK costs about two seconds to import. It is imported once, in a worker thread, by the first
 server to start, so the event loop — and the terminal app on it — keeps running meanwhile, and a

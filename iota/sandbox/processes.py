@@ -1,12 +1,12 @@
 """One command's process, from spawn to reaping: `spawn` it, then `run_to_end`, which waits for
 it to exit, keeps its log small meanwhile, and stops it if cancelled.
 
-Commands are spawned from the main thread, on purpose. bwrap's `--die-with-parent` and the
-reaper use PR_SET_PDEATHSIG, which fires when the *thread* that spawned the process exits, not
-the process: spawned from one of trio's worker threads (as `trio.run_process` does), a command
-was killed ten seconds after that thread went idle and exited. The main thread lives as long as
-iota, so the signal now means what it says: iota is gone. `Popen` uses vfork here, so the event
-loop waits a millisecond or so per spawn.
+Commands are spawned from the main thread, on purpose. bwrap's `--die-with-parent` uses
+PR_SET_PDEATHSIG, which fires when the *thread* that spawned the process exits, not the process:
+spawned from one of trio's worker threads (as `trio.run_process` does), a sandboxed command was
+killed ten seconds after that thread went idle and exited. The main thread lives as long as iota,
+so the signal now means what it says: iota is gone. (The reaper copes with either thread: see
+reaper.py.) `Popen` uses vfork here, so the event loop waits a millisecond or so per spawn.
 
 The log is opened for appending by the caller, and one that passes `MAX_LOG_BYTES` is cut back
 to its first `LOG_HEAD_BYTES` and a marker, then grows again (a background `yes` writes 150 MB a

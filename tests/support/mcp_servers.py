@@ -235,6 +235,14 @@ def child_pids() -> set[int]:
     return children
 
 
+def children_of(pid: int) -> set[int]:
+    """The children of process `pid` (of a reaper: the stdio server it runs)."""
+    try:
+        return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
 def is_alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -29,7 +29,7 @@ from iota.mcp.tool import result_text
 from iota.messages import TOOL, USER, Message
 from iota.tools.base import Toolbox
 from tests.support.fake_model import fake_model, tool_call  # noqa: F401  (the fixture)
-from tests.support.mcp_servers import child_pids, is_alive, serve_http
+from tests.support.mcp_servers import child_pids, children_of, is_alive, serve_http
 
 TIME = McpServerConfig(name="time", command=sys.executable, args=["-m", "mcp_server_time"])
 
@@ -165,7 +165,8 @@ async def test_a_server_killed_mid_chat_is_reported_its_tools_leave_and_calls_ar
     async with open_mcp([TIME], tmp_path, toolbox, events) as hub:
         await settled(hub)
         tool = toolbox.get("mcp__time__get_current_time")
-        [pid] = child_pids() - before
+        [reaper] = child_pids() - before
+        [pid] = children_of(reaper)  # the server itself, which the reaper runs
         os.kill(pid, signal.SIGKILL)
         await until(lambda: hub.statuses()[0].state == "exited")
         assert len(toolbox) == 0
@@ -197,8 +198,9 @@ async def test_no_server_process_outlives_a_cancelled_hub(tmp_path):
     with trio.CancelScope() as scope:
         async with open_mcp([TIME], tmp_path, Toolbox(), Events()) as hub:
             await settled(hub)
-            started = child_pids() - before
-            assert len(started) == 1
+            [reaper] = child_pids() - before
+            started = {reaper, *children_of(reaper)}
+            assert len(started) == 2  # the reaper and the server
             scope.cancel()
             await trio.sleep_forever()
     assert not any(is_alive(pid) for pid in started)
