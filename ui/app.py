@@ -46,7 +46,7 @@ from iota.sandbox.reaper import raise_unless_runnable, reaper_argv
 from ui import theme
 from ui.first_frame import take_typed_ahead
 from ui.frames import FramedLoop, Framer, arrivals
-from ui.paste import InputGatherer
+from ui.paste import InputGatherer, marked_pieces
 from ui.widgets.composer import Paste
 from ui.widgets.layout import ChatLayout
 
@@ -96,13 +96,20 @@ class ChatTerminal(urwid.display.raw.Screen):
 
     def _start(self, *args: object, **kwargs: object) -> None:
         fd = self._input_fileno()
-        if self._take_over is not None:  # the first frame stops reading keys, and hands them over
+        took_over = self._take_over is not None
+        if took_over:  # the first frame stops reading keys, and hands them over
             self._typed_ahead += self._take_over()
             self._take_over = None
         # urwid's start switches the terminal to cbreak mode the way `tty.setcbreak` does by
         # default, flushing what was typed and not yet read: the keys typed since `iota` was
         # launched. They are read first, and handed to urwid once it reads keys (hook_event_loop).
-        self._typed_ahead += take_typed_ahead(fd) if fd is not None and os.isatty(fd) else b""
+        late = take_typed_ahead(fd) if fd is not None and os.isatty(fd) else b""
+        if took_over:
+            # Typed after the first frame gave the terminal back its own modes, whose ICRNL turns
+            # Enter into a line feed (which urwid reads as Ctrl+J, a new line): an Enter there
+            # sends, as it did on the first frame a moment before.
+            late = late.replace(b"\n", b"\r")
+        self._typed_ahead += late
         super()._start(*args, **kwargs)
         if fd is not None and os.isatty(fd):
             attributes = termios.tcgetattr(fd)
@@ -121,7 +128,18 @@ class ChatTerminal(urwid.display.raw.Screen):
         super().hook_event_loop(event_loop, callback)
         typed, self._typed_ahead = self._typed_ahead, b""
         if typed:
-            event_loop.alarm(0, lambda: self.parse_input(event_loop, callback, list(typed)))
+            event_loop.alarm(0, lambda: self._deliver_typed_ahead(event_loop, callback, typed))
+
+    def _deliver_typed_ahead(self, event_loop, callback, typed: bytes) -> None:
+        """The keys typed before urwid read any, as they were typed: every Enter sends, and only a
+        marked paste is a paste. Keys read live that come together with a line break inside are
+        taken for an unmarked paste (ui.paste); typed ahead, they come together only because
+        nobody read them yet, and the first frame already told a paste from typing."""
+        for kind, piece in marked_pieces(typed):
+            if kind == "paste":
+                callback([Paste(piece)], [])
+            else:
+                super().parse_input(event_loop, callback, self._keys(piece))
 
     def _mouse_tracking(self, enable: bool) -> None:
         """urwid's own, with the modes above instead of urwid's (which add 1002)."""

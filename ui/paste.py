@@ -75,7 +75,7 @@ class InputGatherer:
         reads, data = self._reads, bytes(self._pending)
         self._reset()
         if BEGIN_PASTE in data:
-            return _marked_pieces(data)
+            return marked_pieces(data)
         # A read with an escape sequence in it is keys (a paste is text); the text of the reads
         # between such reads is judged as a whole.
         pieces: list[tuple[str, bytes | str]] = []
@@ -96,7 +96,7 @@ def _judged(text: bytes) -> list[tuple[str, bytes | str]]:
     return [("paste", paste_text(text)) if _is_unmarked_paste(text) else ("keys", text)]
 
 
-def _marked_pieces(data: bytes) -> list[tuple[str, bytes | str]]:
+def marked_pieces(data: bytes) -> list[tuple[str, bytes | str]]:
     pieces: list[tuple[str, bytes | str]] = []
     while data:
         begin = data.find(BEGIN_PASTE)

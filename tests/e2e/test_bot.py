@@ -87,18 +87,18 @@ def test_first_start_remember_quit_and_come_back(iota, bot):
 
 
 def test_a_hand_edit_reaches_the_next_request(iota, bot):
-    iota.model.reply("one")
-    iota.model.reply("two")
+    iota.model.reply("Answer one.")
+    iota.model.reply("Answer two.")
     screen = bot()
     screen.type("first")
     screen.send_keys("Enter")
-    screen.wait_for("one")
+    screen.wait_for("Answer one.")
     memory = paths.bots_dir() / "coder" / "MEMORY.md"
     memory.write_text(memory.read_text() + "\n## User\n- Never rebase\n")
     screen.type("second")
     screen.send_keys("Enter")
     screen.wait_for("MEMORY.md reloaded")
-    screen.wait_for("two")
+    screen.wait_for("Answer two.")
     assert "- Never rebase" in system_prompt(iota.model.requests[1])
     assert "- Never rebase" not in system_prompt(iota.model.requests[0])
 

@@ -228,6 +228,7 @@ class FakeModel:
         self._upkeep_responder: Callable[[Any], dict[str, Any]] | None = None
         self.unexpected: list[RecordedRequest] = []
         self.rejected: list[tuple[RecordedRequest, str]] = []  # (request, why): what the real API refuses
+        self.cut_short = 0  # requests whose client went away before the whole body was sent
         self._closing = threading.Event()
         self._responder: Callable[[Any], dict[str, Any]] | None = None
         self._ids = itertools.count(1)
@@ -397,6 +398,11 @@ class FakeModel:
     def _serve(self, handler: _Handler) -> None:
         length = int(handler.headers.get("content-length") or 0)
         raw_body = handler.rfile.read(length) if length else b""
+        if len(raw_body) < length:
+            # The client went away while sending (a kill, a signal's exit): no API sees such a
+            # request, so it is neither served nor judged.
+            self.cut_short += 1
+            return
         raw = raw_body.decode()
         try:
             body: Any = json.loads(raw)

@@ -133,6 +133,26 @@ async def test_keys_typed_before_the_start_are_kept(pty):
     assert termios.tcgetattr(pty.slave) == before
 
 
+async def test_an_enter_typed_as_the_first_frame_hands_over_still_sends(pty):
+    # Between the first frame's raw mode and urwid's, the terminal has its own modes back for a
+    # moment, and its ICRNL turns an Enter typed then into a line feed: it must still send.
+    before = termios.tcgetattr(pty.slave)
+    pty.screen = ChatTerminal(input=open(pty.slave, "rb", buffering=0, closefd=False),
+                              output=open(pty.slave, "w", encoding="utf-8", closefd=False),
+                              typed_ahead=lambda: b"sent on the frame\r")
+    pty.press(b"typed in between\r")  # the driver hands it on as `typed in between\n`
+    async with trio.open_nursery() as nursery:
+        events, inputs, returned = await start_app(nursery, pty)
+        with trio.fail_after(10):
+            assert await inputs.receive() == Submit("sent on the frame")
+            assert await inputs.receive() == Submit("typed in between")
+        await events.aclose()
+        with trio.fail_after(10):
+            await returned.wait()
+        nursery.cancel_scope.cancel()
+    assert termios.tcgetattr(pty.slave) == before
+
+
 async def test_the_terminal_is_given_back_when_the_app_fails(pty):
     before = termios.tcgetattr(pty.slave)
     with pytest.RaisesGroup(pytest.RaisesExc(TypeError, match="no way to draw"), flatten_subgroups=True):

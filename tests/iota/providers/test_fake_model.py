@@ -163,3 +163,21 @@ def test_a_conversation_the_real_api_refuses_is_refused_in_its_words(path, body,
         error = response.json()["error"]
         assert (response.status_code, error["message"], error.get("status")) == (400, message, status)
         assert model.pending == 1 and [why for _, why in model.rejected] == [message]
+
+
+def test_a_request_whose_client_went_away_mid_body_is_neither_served_nor_judged(fake_model):
+    # What a kill -9 of iota while it sends leaves the server: a content-length it never reaches.
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    address = urlsplit(fake_model.url)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    with socket.create_connection((address.hostname, address.port)) as connection:
+        connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])
+    deadline = time.monotonic() + 10
+    while fake_model.cut_short == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fake_model.cut_short == 1
+    assert fake_model.requests == [] and fake_model.rejected == []
