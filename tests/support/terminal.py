@@ -3,8 +3,8 @@
 Each terminal is a detached tmux session on a tmux server of its own (its own socket, no user
 config), of a fixed size, running one command with the environment and directory given. Keys go
 in with `send_keys` (tmux key names: `Enter`, `C-c`, `Up`, `S-Enter`, or plain text) or `type`
-(text, sent literally); what the terminal shows comes out with `capture`. The pane stays after
-the command exits, so its last screen can still be read.
+(text, sent literally); what the terminal shows comes out with `capture`. The shell around the
+command stays after it exits (see `Terminal`), so its last screen can still be read.
 
 The exit status is written to a file by the shell that runs the command (`sh -c 'command; echo
 $? > file'`), because tmux (3.3a) under load sometimes never collects a pane's exit status: the
@@ -70,9 +70,13 @@ class Terminal:
         self._config = config
         self._socket: Path | None = None
         # tmux marks a pane dead when its pty closes but may learn the exit status much later, or
-        # never, so a small shell around the command writes the status to a file of our own.
+        # never, so a small shell around the command writes the status to a file of our own. The
+        # shell then stays (a sleep the server's end takes along): tmux 3.3a under load drops
+        # what a command wrote just before its pane died (28 of 30 quick `echo`s showed a blank
+        # screen), so a pane that never dies keeps a last screen such as an `Error:` line.
         self._status_file = config.parent / f"exit-status-{server}"
-        wrapped = f"trap : INT; {shlex.join(command)}; echo $? > {shlex.quote(str(self._status_file))}"
+        wrapped = (f"trap : INT; {shlex.join(command)}; echo $? > {shlex.quote(str(self._status_file))}; "
+                   "exec sleep 86400")
         try:
             # A server of its own, started by this call with `env`, which the session inherits.
             self._tmux("new-session", "-d", "-s", SESSION, "-x", str(cols), "-y", str(rows), "-c", str(cwd),
