@@ -28,7 +28,7 @@ IOTA_ORDER = (
     # the wire protocols, and the compaction that calls a model and rewrites nothing but the log
     "providers", "compaction",
     # a bot's layers on disk: skill files, then the bot's stores (journal, tasks, schedules, notes,
-    # candidates, upkeep's rules), which the tools below serve to the model
+    # candidates, upkeep's rules), which the tools further on serve to the model
     "skills", "bots",
     # what the model runs: the sandbox, the toolsets, MCP servers' tools
     "sandbox", "tools", "mcp",
