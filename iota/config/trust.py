@@ -109,12 +109,15 @@ def review(path: Path, data: bytes, project: Any, user: Any, cwd: Path, decode: 
 
 
 def without(document: dict, entries: list[str]) -> dict:
-    """`document` with the entries named `section.name` left out (a copy; the input is kept)."""
+    """`document` with the entries named `section.name` left out (a copy; the input is kept).
+    A name is matched as text, the way the review and the merge name entries: YAML reads `1:`,
+    `true:` or `null:` as a number, a flag or nothing, and such an entry must go too."""
     kept = {section: dict(value) if isinstance(value, dict) else value for section, value in document.items()}
     for entry in entries:
         section, _, name = entry.partition(".")
         if isinstance(kept.get(section), dict):
-            kept[section].pop(name, None)
+            for key in [key for key in kept[section] if str(key) == name]:
+                del kept[section][key]
     return kept
 
 
