@@ -9,14 +9,17 @@ alike:
     IOTA_CONFINED_ROOT      the parent's project root
     IOTA_CONFINED_NETWORK   1 when the parent's commands may reach the network, else 0
     IOTA_CONFINED_WRITE     the parent's `write:` paths, as a JSON list
+    IOTA_CONFINED_ENV_KEEP  the parent's `env_keep:` names and patterns, as a JSON list (a
+                            self-call gets iota's whole environment, so a child whose shell kept
+                            more would hand its commands, and so the model, what the parent's lack)
     IOTA_CONFINED_PROJECT_CONFIG   the project config file the parent ran under, with its SHA-256
                             (JSON), or null: the only project file the child may read, unchanged,
                             and as untrusted (iota.config.confined)
 
 and an iota that finds it there enforces it when a chat starts (`enforce_confinement` in
 iota.chat): its project root is that root and a working directory outside it is refused; its
-shell must be sandboxed, with no network the parent's commands lack and nothing writable the
-parent's cannot write; `-c` and `--mcp` are refused (a config or a server of the model's
+shell must be sandboxed, with no network the parent's commands lack, nothing writable the
+parent's cannot write and no `env_keep` entry the parent's has not got; `-c` and `--mcp` are refused (a config or a server of the model's
 choosing would run outside the sandbox); it starts no MCP server at all (an MCP server runs
 outside the sandbox and its tools do not ask), and an agent that names one is refused; and it runs only headless, where whatever would need a
 yes is refused. Its own shell passes its own confinement on — the same root, a policy no weaker
@@ -37,6 +40,7 @@ from iota.errors import ConfigError
 
 NETWORK_VARIABLE = "IOTA_CONFINED_NETWORK"
 WRITE_VARIABLE = "IOTA_CONFINED_WRITE"
+ENV_KEEP_VARIABLE = "IOTA_CONFINED_ENV_KEEP"
 
 HEADLESS_ONLY = "it runs only headless, with -m, where nothing is asked"
 
@@ -51,10 +55,12 @@ class Confinement:
     network: bool = False
     write: tuple[str, ...] = ()  # absolute paths
     project_config: ProjectPin = ProjectPin()   # the project file the parent ran under (path None: none)
+    env_keep: tuple[str, ...] = ()   # the parent's shell's `env_keep:` entries, as written
 
     def environment(self) -> dict[str, str]:
         return {ROOT_VARIABLE: str(self.root), NETWORK_VARIABLE: "1" if self.network else "0",
-                WRITE_VARIABLE: json.dumps(list(self.write)), PROJECT_CONFIG_VARIABLE: self.project_config.value()}
+                WRITE_VARIABLE: json.dumps(list(self.write)), PROJECT_CONFIG_VARIABLE: self.project_config.value(),
+                ENV_KEEP_VARIABLE: json.dumps(list(self.env_keep))}
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Confinement | None:
@@ -67,12 +73,17 @@ class Confinement:
             write = json.loads(environ.get(WRITE_VARIABLE, "[]"))
         except ValueError:
             write = None
+        try:  # missing (an older parent's): nothing kept, the tightest reading
+            env_keep = json.loads(environ.get(ENV_KEEP_VARIABLE, "[]"))
+        except ValueError:
+            env_keep = None
         if not os.path.isabs(root) or network not in ("0", "1") or not isinstance(write, list) or \
-                not all(isinstance(path, str) and os.path.isabs(path) for path in write):
-            raise ConfinementError(f"{ROOT_VARIABLE}, {NETWORK_VARIABLE} or {WRITE_VARIABLE} is malformed; "
-                                   "this iota was started confined and will not run unconfined")
+                not all(isinstance(path, str) and os.path.isabs(path) for path in write) or \
+                not isinstance(env_keep, list) or not all(isinstance(name, str) for name in env_keep):
+            raise ConfinementError(f"{ROOT_VARIABLE}, {NETWORK_VARIABLE}, {WRITE_VARIABLE} or {ENV_KEEP_VARIABLE} "
+                                   "is malformed; this iota was started confined and will not run unconfined")
         return cls(Path(os.path.normpath(root)), network == "1", tuple(os.path.normpath(p) for p in write),
-                   project_pin(environ) or ProjectPin())
+                   project_pin(environ) or ProjectPin(), tuple(env_keep))
 
     def refuse(self, what: str) -> ConfinementError:
         return ConfinementError(f"confined to {self.root} by the iota that started this one: {what}")
@@ -81,9 +92,12 @@ class Confinement:
         if not is_inside(cwd, self.root):
             raise self.refuse(f"the working directory {cwd} is outside it")
 
-    def check_shell(self, *, sandbox: str, network: bool, writable: Sequence[str], allowed: Sequence[str]) -> None:
-        """A child's shell: sandboxed, no network the parent lacks, and each of its `writable`
-        paths inside one of the parent's (`allowed`: the same list, made from the parent's `write:`)."""
+    def check_shell(self, *, sandbox: str, network: bool, writable: Sequence[str], allowed: Sequence[str],
+                    env_keep: Sequence[str] = ()) -> None:
+        """A child's shell: sandboxed, no network the parent lacks, each of its `writable` paths
+        inside one of the parent's (`allowed`: the same list, made from the parent's `write:`), and
+        each `env_keep` entry one the parent's has, as written (an exact name passes a secret
+        its pattern would withhold, so `AWS_SECRET` is not within `AWS_*`)."""
         if sandbox != "auto":
             raise self.refuse("tools.shell.sandbox: off is refused")
         if network and not self.network:
@@ -91,6 +105,9 @@ class Confinement:
         for path in writable:
             if not any(is_inside(Path(path), Path(parent)) for parent in allowed):
                 raise self.refuse(f"tools.shell.write: {path} is refused (the parent's commands cannot write it)")
+        kept = [name for name in env_keep if name not in self.env_keep]
+        if kept:
+            raise self.refuse(f"tools.shell.env_keep: {', '.join(kept)} is refused (the parent's commands do not get it)")
 
 
 def is_inside(path: Path, directory: Path) -> bool:
