@@ -9,6 +9,8 @@ import pytest
 
 
 from tests.e2e.conftest import iota  # noqa: F401  (the fixture)
+from tests.iota.sandbox.test_bwrap import outside_dir  # noqa: F401  (a fixture)
+from tests.security.test_sandbox_root_and_limits import SMALL, home  # noqa: F401  (home: a fixture)
 from tests.security.test_sandbox_escapes import PYTHON, real_shell, repo  # noqa: F401  (repo: a fixture)
 from tests.security.test_self_calls import CHILD, config_text, world  # noqa: F401  (world: a fixture)
 from tests.security.test_project_config import CHAT, USERS_KEY, capture, keys_seen  # noqa: F401  (capture: a fixture)
@@ -149,3 +151,54 @@ async def test_a_skill_a_command_writes_joins_no_catalog_unasked(repo, monkeypat
         await shell.run({"command": command})
     found, _ = skills.discover(repo, "pal")
     assert [skill.description for skill in found] == ["How pal releases, as the person wrote it."]
+
+
+# --- the sandbox: capabilities and limits, regained from inside (regressions: none escaped) -------------
+
+# Each line tries one way to regain what the sandbox took, and says ESCAPED only if it worked. As
+# root, a nested user namespace cannot map uid 0 (the kernel wants CAP_SETFCAP in the parent);
+# as anyone else it can, and the attack goes on inside it: a non-recursive bind of the project
+# would show `.git/hooks` without its read-only mount, an unmount or remount would lift it.
+REGAIN = r"""
+echo '0 0 1' > /proc/self/uid_map 2>/dev/null && echo ESCAPED uid_map
+echo allow > /proc/self/setgroups 2>/dev/null && echo ESCAPED setgroups
+prlimit --pid $$ --nproc=unlimited:unlimited 2>/dev/null && echo ESCAPED prlimit
+ulimit -H -v unlimited 2>/dev/null && echo ESCAPED ulimit
+for procs in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; do
+  [ -e "$procs" ] && echo $$ 2>/dev/null > "$procs" && echo ESCAPED "$procs"
+done
+su -c 'id' 2>/dev/null </dev/null | grep -q 'uid=0' && [ "$(id -u)" != 0 ] && echo ESCAPED su
+unshare -U -r -m sh -c '
+  mkdir -p /tmp/m && mount --bind "$PWD" /tmp/m 2>/dev/null && touch /tmp/m/.git/hooks/pre-commit 2>/dev/null && echo ESCAPED bind
+  umount -l "$PWD/.git/hooks" 2>/dev/null; touch "$PWD/.git/hooks/pre-commit" 2>/dev/null && echo ESCAPED umount
+  mount -o remount,bind,rw "$PWD/.git/hooks" 2>/dev/null; touch "$PWD/.git/hooks/post-commit" 2>/dev/null && echo ESCAPED remount
+  mount -o remount,bind,rw / 2>/dev/null; echo x 2>/dev/null >> "$HOME/.bashrc" && echo ESCAPED home
+  unshare -U -r sh -c "grep CapEff /proc/self/status; echo x >> \"$HOME/.bashrc\" && echo ESCAPED nested" 2>/dev/null
+' 2>/dev/null
+echo checked
+"""
+
+
+async def test_no_way_back_to_a_capability_or_past_a_limit(repo, home):
+    async with real_shell(repo, limits=SMALL) as shell:
+        result = await shell.run({"command": REGAIN, "timeout": 30})
+    assert "ESCAPED" not in result.content and "checked" in result.content, result.content
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert (home / ".bashrc").read_text() == "# the person's\n"
+
+
+# Four processes of 300 MiB each, held at once, under a 512M `memory` limit.
+SPREAD = (f"{PYTHON} -c 'import os\nreader, writer = os.pipe()\n"
+          "for _ in range(4):\n    if os.fork() == 0:\n        held = b\"x\" * (300 << 20)\n"
+          "        os.write(writer, b\"1\"); os.read(reader, 0); import time; time.sleep(5); os._exit(0)\n"
+          "got = b\"\"\nwhile len(got) < 4: got += os.read(reader, 4)\nprint(\"held\", 300 * len(got), \"MiB at once\", flush=True)\n"
+          "os.killpg(0, 9)'")
+
+
+@pytest.mark.xfail(strict=True, reason="`memory` is RLIMIT_AS, per process (as docs/sandbox.md says): a command's "
+                                       "processes together are not limited; see README.md, A second look")
+async def test_a_memory_bomb_spread_over_processes_stops_at_the_memory_limit(repo):
+    async with real_shell(repo, limits=SMALL) as shell:
+        result = await shell.run({"command": f"setsid {SPREAD}", "timeout": 60})
+    assert "held 1200 MiB at once" not in result.content, result.content
