@@ -215,7 +215,7 @@ class ChatSetup:
             toolbox.jobs = jobs
             sandboxed = isinstance(sandbox, Sandbox)
             confinement = Confinement(self.project_root, shell.network, tuple(write), self._project_pin(),
-                                      tuple(shell.env_keep)) if sandboxed else None
+                                      tuple(shell.env_keep), shell.limits) if sandboxed else None
             environment = EnvironmentPolicy(shell.env_keep, frozenset(settings.secret_variables(self.config)))
             withheld = environment.notice()
             if withheld is not None:
@@ -323,7 +323,8 @@ def enforce_confinement(confinement: Confinement, loaded: Config, agent: AgentCo
 
         confinement.check_shell(sandbox=shell.sandbox, network=shell.network,
                                 writable=writable_paths(confinement.root, shell_write_paths(shell, cwd)),
-                                allowed=writable_paths(confinement.root, confinement.write), env_keep=shell.env_keep)
+                                allowed=writable_paths(confinement.root, confinement.write), env_keep=shell.env_keep,
+                                limits=shell.limits)
 
 
 def shell_write_paths(shell: entries.ShellOptions, cwd: Path) -> list[str]:

@@ -202,3 +202,22 @@ async def test_a_memory_bomb_spread_over_processes_stops_at_the_memory_limit(rep
     async with real_shell(repo, limits=SMALL) as shell:
         result = await shell.run({"command": f"setsid {SPREAD}", "timeout": 60})
     assert "held 1200 MiB at once" not in result.content, result.content
+
+
+async def test_a_self_call_cannot_lift_its_parents_limits(world):
+    """The bot's commands are limited to 64 processes and 512M; `iota run default -m …` runs the
+    person's `default`, whose commands get the defaults (2048 processes, half the machine's
+    memory): a fork bomb the parent's limit stops runs in the child's."""
+    text = world.parent_config.read_text()
+    world.parent_config.write_text(text.replace("{sandbox: auto, auto_run: true}",
+                                                "{sandbox: auto, auto_run: true, limits: {memory: 512M, processes: 64}}"))
+    world.child_model.reply(tool_calls=[tool_call("shell", {"command": "echo limits $(ulimit -u) $(ulimit -v)"})])
+    world.child_model.reply("done")
+
+    own = await world.parent_runs("echo limits $(ulimit -u) $(ulimit -v)")
+    result = await world.parent_runs("iota run default -m 'fork a lot'")
+
+    assert own == f"limits 64 {512 * 1024}\n"
+    seen = "".join(str(request.body) for request in world.child_model.requests)
+    assert "limits 2048" not in seen, "the child's commands got more processes than the parent's"
+    assert "tools.shell.limits raises the commands' memory limit and processes limit above the parent's" in result, result

@@ -19,9 +19,10 @@ import pytest
 from iota.agent import Approvals, Decision, Turn, run_turn
 from iota.chat import prepare_chat
 from iota.config import settings
+from iota.config.limits import ShellLimits
 from iota.messages import TOOL, USER, Message
 from iota.tools.base import ApprovalRequest
-from iota.sandbox.confinement import ENV_KEEP_VARIABLE, NETWORK_VARIABLE, PROJECT_CONFIG_VARIABLE, ROOT_VARIABLE, WRITE_VARIABLE
+from iota.sandbox.confinement import ENV_KEEP_VARIABLE, LIMITS_VARIABLE, NETWORK_VARIABLE, PROJECT_CONFIG_VARIABLE, ROOT_VARIABLE, WRITE_VARIABLE
 from tests.iota.sandbox.test_bwrap import outside_dir  # noqa: F401  (a fixture)
 from tests.support.fake_model import FakeModel, fake_model, tool_call  # noqa: F401  (the fixture)
 from tests.support.mcp_servers import FS_SERVER
@@ -157,8 +158,10 @@ async def test_a_child_keeps_the_parents_confinement_and_hands_it_on(world):
 
     assert result == "the child ran\n"
     child_sees = [m["content"] for m in world.child_model.requests[1].body["messages"] if m["role"] == "tool"][0]
-    assert child_sees.splitlines() == [f"{ENV_KEEP_VARIABLE}=[]", f"{NETWORK_VARIABLE}=0", f"{PROJECT_CONFIG_VARIABLE}=null",
-                                       f"{ROOT_VARIABLE}={world.project}", f"{WRITE_VARIABLE}=[]"]
+    assert child_sees.splitlines() == [
+        f"{ENV_KEEP_VARIABLE}=[]", f"{LIMITS_VARIABLE}={json.dumps(vars(ShellLimits.default()))}",
+        f"{NETWORK_VARIABLE}=0", f"{PROJECT_CONFIG_VARIABLE}=null", f"{ROOT_VARIABLE}={world.project}",
+        f"{WRITE_VARIABLE}=[]"]
     system = world.child_model.requests[0].body["messages"][0]["content"]
     assert f"project root: {world.project}\n" in system
 
