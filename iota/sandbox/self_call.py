@@ -5,7 +5,7 @@ needs the outside: a child agent reaches its model's API, `iota mcp add` writes 
 Only these, written out in full, are self-calls:
 
     iota run [<agent>] -m <text> [-M <model>] [-s <text>] [--max-turns <n>] [--output-format <f>]
-    iota list [agents|models|providers|sessions] [<agent>]
+    iota list [agents|models|providers] [<agent>]
     iota config check | iota config path
     iota mcp list | iota mcp get <name>
     iota version
@@ -17,7 +17,7 @@ and these, which change iota's configuration and so are asked about every time, 
     iota config init
 
 Anything else that starts iota — a `-c FILE` or any other flag before the subcommand, `iota
-resume`, `--mcp`, an abbreviated or unknown flag, a chat without `-m` — is an ordinary command
+resume`, `iota list sessions`, `--mcp`, an abbreviated or unknown flag, a chat without `-m` — is an ordinary command
 and stays inside the sandbox.
 
 Reading the line. A self-call must be one simple command in a small, regular part of bash:
@@ -58,7 +58,9 @@ _DOUBLE_QUOTED = r'"[^"$`\\\x00]*"'
 _WORD = rf"(?:{_PLAIN}|{_SINGLE_QUOTED}|{_DOUBLE_QUOTED})+"
 _SIMPLE_COMMAND = re.compile(rf"[ \t]*{_WORD}(?:[ \t]+{_WORD})*[ \t]*")
 
-LISTS = ("agents", "models", "providers", "sessions")
+# Not `sessions`: it lists every conversation of the person's, in every project, by title — what
+# ~/.iota is hidden from the sandbox for. Inside the sandbox it finds none.
+LISTS = ("agents", "models", "providers")
 CONFIG_CHANGES = ("add", "remove", "login", "logout")
 # The flags `iota run … -m` may carry out of the sandbox, each taking a value. `--mcp` (a server
 # the child would start unsandboxed), `-c` and `--no-save` are not among them.

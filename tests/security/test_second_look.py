@@ -258,3 +258,18 @@ def test_an_untrusted_file_cannot_widen_the_persons_agent(tmp_path, monkeypatch,
         ((), None, (), None, ())
     assert coder.tools.shell is None and "evil" not in loaded.providers
     assert loaded.models["gpt"].provider == "openai"
+
+
+async def test_a_self_call_cannot_list_the_persons_conversations(world):
+    """~/.iota is out of the sandbox's sight, sessions above all; `iota list sessions` ran outside
+    it and printed the title of every conversation the person had, in every project."""
+    from iota.paths import sessions_dir
+    from iota.sessions.bundle import Session
+
+    with Session.create(sessions_dir(), provider="fake", model="fake-model",
+                        title="Rotate the payroll database password"):
+        pass
+
+    result = await world.parent_runs("iota list sessions")
+
+    assert "payroll" not in result, result

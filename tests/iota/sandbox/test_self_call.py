@@ -46,7 +46,7 @@ def test_anything_else_is_not_read_at_all(line):
 
 
 @pytest.mark.parametrize("arguments", [
-    "version", "list", "list models", "list models coder", "list sessions", "config check", "config path",
+    "version", "list", "list models", "list models coder", "config check", "config path",
     "mcp list", "mcp get time", "run -m hi", "run coder -m hi", "run coder --message hi", "run coder --message=hi",
     "run -m hi coder", "run coder -m hi -M fast -s terse --max-turns 3 --output-format json",
     "run coder -m hi --model=fast --max-turns=3",
@@ -62,7 +62,7 @@ def test_what_may_leave_the_sandbox_unasked(arguments):
     "run coder -m hi -cx", "run coder -m hi --conf x", "run coder -m hi --mcp x", "run coder -m hi --mcp=x",
     "run coder -m hi --no-save", "run coder", "run coder -M fast", "run coder -m", "run coder -m -c",
     "run coder -m hi other", "run coder -mhi", "run coder -m hi --", "run coder --mess hi",
-    "resume abc -m hi", "--version", "-V", "version --help", "list -c x", "list things", "list models a b",
+    "resume abc -m hi", "list sessions", "list sessions --all", "--version", "-V", "version --help", "list -c x", "list things", "list models a b",
     "config", "config check -c x", "mcp list -c x", "mcp get", "mcp get -c", "mcp", "version extra",
 ])
 def test_what_stays_in_the_sandbox(arguments):
