@@ -17,8 +17,10 @@ skill: actors.skills_watcher), so a skill added, changed or removed on disk reac
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from html import escape
@@ -38,10 +40,51 @@ class Skill:
     name: str
     description: str
     directory: Path
+    # The SKILL.md the catalog was read from (device, inode). A project's skills lie where
+    # sandboxed commands write: one that swaps SKILL.md for a link into ~/.iota after the catalog
+    # was read would have the body read from there, by iota, outside the sandbox.
+    identity: tuple[int, int] | None = None
 
     @property
     def body(self) -> str:
-        return split_front_matter((self.directory / SKILL_FILE).read_text(encoding="utf-8"))[1]
+        """The instructions, from the very SKILL.md the catalog was read from; OSError when it
+        was replaced since (the skills are read again before the next message)."""
+        data, identity = read_regular_file(self.directory / SKILL_FILE)
+        if self.identity is not None and identity != self.identity:
+            raise OSError(errno.ESTALE, f"{SKILL_FILE} was replaced since the skills were read; they are read "
+                                        "again before the next message")
+        return split_front_matter(data.decode("utf-8"))[1]
+
+
+def read_regular_file(path: Path | str, inside: str | None = None) -> tuple[bytes, tuple[int, int]]:
+    """The bytes of the regular file at `path` and its (device, inode), through one open: the
+    identity is that of what was read. OSError for anything else (a FIFO would block iota), and,
+    with `inside` (a real path), for a file that, as opened, does not lie under it: a link
+    swapped in after the path was judged is judged again by what the open reached."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as file:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if inside is not None and not _opened_inside(fd, path, status, inside):
+            raise OSError(errno.EXDEV, "it is not inside the skill's directory (a link?)")
+        return file.read(), (status.st_dev, status.st_ino)
+
+
+def _opened_inside(fd: int, path: Path | str, status: os.stat_result, inside: str) -> bool:
+    """Whether the file open as `fd` lies under `inside`: by its path as Linux's /proc gives it,
+    or elsewhere by `path`, resolved now, being still the very file that was opened."""
+    try:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        opened = os.path.realpath(path)
+        try:
+            now = os.stat(opened)
+        except OSError:
+            return False
+        if (now.st_dev, now.st_ino) != (status.st_dev, status.st_ino):
+            return False
+    return os.path.commonpath([inside, opened]) == inside
 
 
 def skill_roots(project_root: Path, bot: str | None = None) -> list[Path]:
@@ -99,7 +142,8 @@ def skills_signature(roots: list[Path]) -> tuple:
 def read_skill(directory: Path) -> Skill:
     path = directory / SKILL_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        data, identity = read_regular_file(path)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ValueError("no SKILL.md") from None
     except (OSError, UnicodeDecodeError) as error:
@@ -118,7 +162,7 @@ def read_skill(directory: Path) -> Skill:
         raise ValueError(f'name: "{name}" does not match its directory "{directory.name}"')
     if not isinstance(description, str) or not description.strip() or len(description) > 1024:
         raise ValueError("description: must be 1 to 1024 characters")
-    return Skill(name, description.strip(), directory)
+    return Skill(name, description.strip(), directory, identity)
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:

@@ -6,11 +6,10 @@ The skills themselves — where they live, how one is read, the catalog — are 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from iota.errors import ToolError
-from iota.skills import Skill
+from iota.skills import Skill, read_regular_file
 from iota.tools.base import Tool, ToolResult
 
 
@@ -48,14 +47,24 @@ class LoadSkill(Tool):
             raise ToolError(f'no skill named "{name}" (available: {", ".join(self._skills) or "none"})')
         file = args.get("file")
         if not file:
-            return ToolResult(skill.body)
+            try:
+                return ToolResult(skill.body)
+            except (OSError, UnicodeDecodeError) as error:
+                raise ToolError(f"cannot read skill {name}: {getattr(error, 'strerror', None) or error}") from None
         base = os.path.realpath(skill.directory)
         target = os.path.realpath(os.path.join(base, file))
         if os.path.commonpath([base, target]) != base:
             raise ToolError(f"file is outside the skill's directory: {file}")
         try:
-            return ToolResult(Path(target).read_text(encoding="utf-8"))
+            # Judged again by what the open reached: a project's skill lies where sandboxed
+            # commands write, and a link swapped in after the check above would have iota read,
+            # outside the sandbox, whatever it names (a bot's memory in ~/.iota).
+            data, _ = read_regular_file(target, inside=base)
         except FileNotFoundError:
             raise ToolError(f"skill {name} has no file {file}") from None
+        except OSError as error:
+            raise ToolError(f"cannot read {file}: {error.strerror or error}") from None
+        try:
+            return ToolResult(data.decode("utf-8"))
         except UnicodeDecodeError:
             raise ToolError(f"{file} is not UTF-8 text") from None

@@ -5,6 +5,8 @@ regression tests. See README.md here, "A second look"."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -307,3 +309,51 @@ def test_a_system_file_swapped_for_a_link_after_the_check_is_not_read(tmp_path, 
     except Exception as error:  # a refusal is the defence
         instructions = str(error)
     assert "hunter2" not in instructions
+
+
+READS = ("---\nname: reads\ndescription: Notes on reading the code.\n---\nRead `guide.md` beside this.\n")
+
+
+@pytest.mark.parametrize("swapped", ["SKILL.md", "guide.md"])
+async def test_a_skill_file_swapped_for_a_link_reads_nothing_outside_it(repo, monkeypatch, tmp_path, swapped):
+    """A project skill is found (its SKILL.md read once for the catalog); then, in the same
+    response, a sandboxed command swaps its SKILL.md (or a file beside it that `load_skill` was
+    asked for) for a link into ~/.iota — a bot's memory, out of the sandbox's sight — and
+    `load_skill`, which runs in iota and not in the sandbox, reads whatever the link names: the
+    body was read by its path, and a file's path was judged before it was opened."""
+    from iota import skills
+    from iota.tools.skills import LoadSkill
+
+    home = tmp_path / "home"
+    memory = home / ".iota" / "bots" / "pal" / "memory" / "MEMORY.md"
+    memory.parent.mkdir(parents=True)
+    memory.write_text("- [user] the staging password is hunter2\n")
+    monkeypatch.setenv("HOME", str(home))
+    directory = repo / ".agents" / "skills" / "reads"
+    directory.mkdir(parents=True)
+    (directory / "SKILL.md").write_text(READS)
+    (directory / "guide.md").write_text("Start at main.py.\n")
+    found, _ = skills.discover(repo)
+    tool = LoadSkill(found)
+    if swapped == "SKILL.md":  # after the catalog was read, in the same response
+        async with real_shell(repo) as shell:
+            await shell.run({"command": f"ln -sfn {memory} .agents/skills/reads/SKILL.md"})
+    else:
+        # The window inside load_skill, between its check of the path and its read, which a
+        # command swapping the file in a loop aims for: made here by swapping right after the check.
+        link = directory / "guide.md.link"
+        link.symlink_to(memory)
+        real_realpath = os.path.realpath
+
+        def realpath_then_swap(path, *args, **kwargs):
+            result = real_realpath(path, *args, **kwargs)
+            if str(path).endswith("guide.md") and link.is_symlink():
+                os.replace(link, directory / "guide.md")
+            return result
+        monkeypatch.setattr(os.path, "realpath", realpath_then_swap)
+    arguments = {"skill": "reads"} if swapped == "SKILL.md" else {"skill": "reads", "file": "guide.md"}
+    try:
+        result = (await tool.run(arguments)).content
+    except Exception as error:  # a refusal is the defence
+        result = str(error)
+    assert "hunter2" not in result
