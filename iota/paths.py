@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 from iota.errors import IotaError
@@ -69,3 +71,34 @@ def project_root(cwd: Path) -> Path:
         if os.path.lexists(candidate / ".git"):
             return candidate
     return cwd
+
+
+def read_regular_file(path: Path | str) -> tuple[bytes, tuple[int, int], str]:
+    """The bytes of the regular file at `path`, its (device, inode) and the real path of what was
+    opened, all through one open, so a link swapped in after a check is judged by what the open
+    reached. OSError for anything but a regular file (opened non-blocking: a FIFO would block)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as file:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return file.read(), (status.st_dev, status.st_ino), _opened_path(fd, path, status)
+
+
+def _opened_path(fd: int, path: Path | str, status: os.stat_result) -> str:
+    """The real path of the file open as `fd`: as Linux's /proc gives it; elsewhere `path`
+    resolved now, or "" when that is no longer the file that was opened."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        resolved = os.path.realpath(path)
+        try:
+            now = os.stat(resolved)
+        except OSError:
+            return ""
+        return resolved if (now.st_dev, now.st_ino) == (status.st_dev, status.st_ino) else ""
+
+
+def is_under(path: str, directory: str) -> bool:
+    """Whether the real path `path` is `directory` (a real path) or lies below it."""
+    return bool(path) and os.path.commonpath([directory, path]) == directory

@@ -31,6 +31,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iota import paths
+from iota.errors import IotaError
 from iota.skills import catalog, Skill
 
 AGENTS_CHAIN_CAP = 32 * 1024
@@ -143,13 +145,23 @@ def agents_files(project_root: Path, cwd: Path) -> list[Path]:
 
 
 def agents_chain(project_root: Path, cwd: Path) -> str:
-    """The chain's text, capped at 32 KiB with the truncation marker."""
+    """The chain's text, capped at 32 KiB with the truncation marker. A file that, as opened, lies
+    in ~/.iota is left out: the project is where sandboxed commands write, and ~/.iota the one
+    place they cannot read, so `AGENTS.md -> ~/.iota/bots/x/memory/MEMORY.md` would hand the
+    model what the sandbox hides."""
     texts = []
+    try:
+        hidden = os.path.realpath(paths.app_home())
+    except IotaError:  # no $HOME, so no ~/.iota to keep out
+        hidden = ""
     for path in agents_files(project_root, cwd):
         try:
-            texts.append(path.read_text(encoding="utf-8", errors="replace").rstrip("\n"))
+            data, _, opened = paths.read_regular_file(path)
         except OSError:
             continue
+        if hidden and paths.is_under(opened, hidden):
+            continue
+        texts.append(data.decode("utf-8", errors="replace").rstrip("\n"))
     chain = "\n\n".join(texts)
     encoded = chain.encode()
     if len(encoded) > AGENTS_CHAIN_CAP:

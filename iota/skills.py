@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from html import escape
@@ -28,6 +27,7 @@ from html import escape
 import yaml
 
 from iota import paths, yaml_load
+from iota.paths import read_regular_file
 
 CATALOG_CAP = 32 * 1024
 SKILL_FILE = "SKILL.md"
@@ -49,42 +49,11 @@ class Skill:
     def body(self) -> str:
         """The instructions, from the very SKILL.md the catalog was read from; OSError when it
         was replaced since (the skills are read again before the next message)."""
-        data, identity = read_regular_file(self.directory / SKILL_FILE)
+        data, identity, _ = read_regular_file(self.directory / SKILL_FILE)
         if self.identity is not None and identity != self.identity:
             raise OSError(errno.ESTALE, f"{SKILL_FILE} was replaced since the skills were read; they are read "
                                         "again before the next message")
         return split_front_matter(data.decode("utf-8"))[1]
-
-
-def read_regular_file(path: Path | str, inside: str | None = None) -> tuple[bytes, tuple[int, int]]:
-    """The bytes of the regular file at `path` and its (device, inode), through one open: the
-    identity is that of what was read. OSError for anything else (a FIFO would block iota), and,
-    with `inside` (a real path), for a file that, as opened, does not lie under it: a link
-    swapped in after the path was judged is judged again by what the open reached."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as file:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        if inside is not None and not _opened_inside(fd, path, status, inside):
-            raise OSError(errno.EXDEV, "it is not inside the skill's directory (a link?)")
-        return file.read(), (status.st_dev, status.st_ino)
-
-
-def _opened_inside(fd: int, path: Path | str, status: os.stat_result, inside: str) -> bool:
-    """Whether the file open as `fd` lies under `inside`: by its path as Linux's /proc gives it,
-    or elsewhere by `path`, resolved now, being still the very file that was opened."""
-    try:
-        opened = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        opened = os.path.realpath(path)
-        try:
-            now = os.stat(opened)
-        except OSError:
-            return False
-        if (now.st_dev, now.st_ino) != (status.st_dev, status.st_ino):
-            return False
-    return os.path.commonpath([inside, opened]) == inside
 
 
 def skill_roots(project_root: Path, bot: str | None = None) -> list[Path]:
@@ -142,7 +111,7 @@ def skills_signature(roots: list[Path]) -> tuple:
 def read_skill(directory: Path) -> Skill:
     path = directory / SKILL_FILE
     try:
-        data, identity = read_regular_file(path)
+        data, identity, _ = read_regular_file(path)
         text = data.decode("utf-8")
     except FileNotFoundError:
         raise ValueError("no SKILL.md") from None

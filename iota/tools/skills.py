@@ -9,7 +9,8 @@ import os
 from typing import Any
 
 from iota.errors import ToolError
-from iota.skills import Skill, read_regular_file
+from iota.paths import is_under, read_regular_file
+from iota.skills import Skill
 from iota.tools.base import Tool, ToolResult
 
 
@@ -59,11 +60,13 @@ class LoadSkill(Tool):
             # Judged again by what the open reached: a project's skill lies where sandboxed
             # commands write, and a link swapped in after the check above would have iota read,
             # outside the sandbox, whatever it names (a bot's memory in ~/.iota).
-            data, _ = read_regular_file(target, inside=base)
+            data, _, opened = read_regular_file(target)
         except FileNotFoundError:
             raise ToolError(f"skill {name} has no file {file}") from None
         except OSError as error:
             raise ToolError(f"cannot read {file}: {error.strerror or error}") from None
+        if not is_under(opened, base):
+            raise ToolError(f"file is outside the skill's directory: {file}")
         try:
             return ToolResult(data.decode("utf-8"))
         except UnicodeDecodeError:

@@ -357,3 +357,23 @@ async def test_a_skill_file_swapped_for_a_link_reads_nothing_outside_it(repo, mo
     except Exception as error:  # a refusal is the defence
         result = str(error)
     assert "hunter2" not in result
+
+
+async def test_an_agents_md_linked_into_iotas_home_is_not_read(repo, monkeypatch, tmp_path):
+    """~/.iota is the one place the sandbox cannot read. A command links the project's AGENTS.md
+    to a bot's memory (or a session's log) there; iota, outside the sandbox, reads the chain into
+    the next request's system prompt (the memory watcher picks the change up at once)."""
+    from iota.prompt import agents_chain
+
+    home = tmp_path / "home"
+    memory = home / ".iota" / "bots" / "pal" / "memory" / "MEMORY.md"
+    memory.parent.mkdir(parents=True)
+    memory.write_text("- [user] the staging password is hunter2\n")
+    monkeypatch.setenv("HOME", str(home))
+    (repo / "sub").mkdir()
+    (repo / "sub" / "AGENTS.md").write_text("Use tabs.\n")
+    async with real_shell(repo) as shell:
+        await shell.run({"command": f"ln -s {memory} AGENTS.md"})
+    assert (repo / "AGENTS.md").is_symlink()
+    chain = agents_chain(repo, repo / "sub")
+    assert "hunter2" not in chain and "Use tabs." in chain
