@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from iota import paths
 from iota.config import settings
 from iota.config.settings import Config
 from iota.config.entries import AgentConfig
@@ -23,10 +24,18 @@ def read_instructions(loaded: Config, agent: AgentConfig, cwd: Path, override: s
         return agent.system
     if agent.system_file:
         path = Path(settings.expand(os.path.expanduser(agent.system_file), cwd))
+        source = loaded.sources.get(f"agents.{agent.name}", "config")
         try:
-            return path.read_text(encoding="utf-8")
+            data, _, opened = paths.read_regular_file(path)
+            text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            source = loaded.sources.get(f"agents.{agent.name}", "config")
             raise ConfigError(f"config {source}: agents.{agent.name}.system_file: cannot read {path} "
                               f"({getattr(error, 'strerror', None) or error})") from None
+        # An untrusted project file's choice was judged inside the project when the config was
+        # read; the project is where sandboxed commands write, so a link swapped in since (into
+        # ~/.iota, which they cannot read) is judged again by what was opened.
+        if agent.name in loaded.project_system_files and not paths.is_under(opened, os.path.realpath(cwd)):
+            raise ConfigError(f"config {source}: agents.{agent.name}.system_file: {path} is outside the project "
+                              "(a link?); an untrusted project file's system_file must lie inside it")
+        return text
     return ""

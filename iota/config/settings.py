@@ -48,6 +48,9 @@ class Config:
     sources: dict[str, Path] = field(default_factory=dict)  # "agents.coder" → the file that defined it
     project_review: trust.Review | None = None  # the project file's trust, unless it is the user's own
     project_sha256: str | None = None   # SHA-256 of the project file's bytes as read, if one was
+    # Agents whose `system_file` an untrusted project file chose (not the person's own value): it
+    # was judged to lie inside the project, and is judged again by what is opened when it is read.
+    project_system_files: frozenset[str] = frozenset()
 
     @property
     def files(self) -> list[Path]:
@@ -115,9 +118,24 @@ def _trusted_part(config: Config, path: Path, data: bytes, document: dict, user_
     line = trust.warning(review)
     if line:
         config.warnings.append(line)
-    if review.trusted:
-        return document
-    return None if review.ignored else trust.without(document, review.left_out)
+    if review.ignored:
+        return None
+    kept = document if review.trusted else trust.without(document, review.left_out)
+    if review.decision != trust.TRUST:
+        config.project_system_files = _chosen_system_files(kept, user_document)
+    return kept
+
+
+def _chosen_system_files(document: dict, user_document: dict | None) -> frozenset[str]:
+    """The agents of an untrusted project file's kept part whose `system_file` is not the person's."""
+    mine = (user_document or {}).get("agents") or {}
+    chosen = set()
+    for name, entry in (document.get("agents") or {}).items():
+        theirs = entry.get("system_file") if isinstance(entry, dict) else None
+        own = mine.get(name) if isinstance(mine, dict) else None
+        if theirs and theirs != (own.get("system_file") if isinstance(own, dict) else None):
+            chosen.add(str(name))
+    return frozenset(chosen)
 
 
 _UNREADABLE = object()
