@@ -14,7 +14,8 @@ Four kinds of thing:
   takes files out of the checkout). A `.git` that is a file
   (`gitdir: …`, in a worktree or a submodule's checkout) is bound read-only as it is.
 - iota's own files: `.iota.yaml`/`.iota.yml` in the project root and in the directory iota was
-  started in, and `~/.iota.yaml`/`~/.iota.yml` when the home directory is writable at all.
+  started in, and `~/.iota.yaml`/`~/.iota.yml` when the home directory is writable at all; the
+  same for `.agents/` (skills there join the catalog unasked).
   `~/.iota` (sessions, bots' locks and memory) is hidden behind an empty read-only directory.
 - Other programs' Unix sockets outside what the sandbox hides anyway (`/tmp`, `/run/user`,
   `$XDG_RUNTIME_DIR`): every socket `/proc/net/unix` lists — Docker's, D-Bus's, snapd's, a
@@ -56,6 +57,9 @@ GIT_PROTECTED = (
 WORKTREE_PROTECTED = (Protected("config.worktree"), Protected("commondir", b".\n"), Protected("info", None))
 
 CONFIG_NAMES = (".iota.yaml", ".iota.yml")
+# Where skills live beside a project (and in the home directory): a skill there joins the catalog
+# of every later request without a question, so a command must not plant one (iota.skills).
+AGENTS_DIR = ".agents"
 APP_DIR = ".iota"
 RUNTIME_DIRS = ("/run/user",)
 
@@ -92,8 +96,8 @@ def overlay(
             result.hidden.append(Protected(app_home, None))
     # Placeholders outside .git are empty directories: git does not list them.
     result.protected += [
-        Protected(os.path.join(directory, name), None) for directory in directories for name in CONFIG_NAMES
-        if writable_here(os.path.join(directory, name))
+        Protected(os.path.join(directory, name), None) for directory in directories
+        for name in (*CONFIG_NAMES, AGENTS_DIR) if writable_here(os.path.join(directory, name))
     ]
     result.sockets = [path for path in host_sockets() if not _within(path, writable_real + hidden_real)]
     return result

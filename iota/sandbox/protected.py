@@ -9,6 +9,8 @@ git or iota:
                                               submodule named `lib/x` lives at modules/lib/x)
     <root>/.iota.yaml, <root>/.iota.yml       the project's config: providers (where the API key
                                               goes), MCP servers (commands iota starts)
+    <root>/.agents                            the project's skills: each joins the catalog of
+                                              every later request unasked (iota.skills)
     ~/.iota                                   iota's own state: sessions, bots' memory and locks
 
 The sandbox binds each one that exists read-only over the writable root; the code tools refuse
@@ -35,7 +37,8 @@ def protected_paths(root: os.PathLike[str] | str) -> tuple[str, ...]:
     candidates = [os.path.join(git, "hooks"), os.path.join(git, "config")]
     for gitdir in _submodule_gitdirs(git):
         candidates += [os.path.join(gitdir, "hooks"), os.path.join(gitdir, "config")]
-    candidates += [os.path.join(real_root, ".iota.yaml"), os.path.join(real_root, ".iota.yml")]
+    candidates += [os.path.join(real_root, ".iota.yaml"), os.path.join(real_root, ".iota.yml"),
+                   os.path.join(real_root, ".agents")]
     try:
         candidates.append(str(paths.app_home()))
     except IotaError:

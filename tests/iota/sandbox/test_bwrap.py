@@ -104,7 +104,7 @@ def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, mon
         "--bind", str(git), str(git),
         *[arg for name in ("hooks", "config", "config.worktree", "commondir", "info")
           for arg in ("--ro-bind", str(git / name), str(git / name))],
-        *[arg for name in (".iota.yaml", ".iota.yml")
+        *[arg for name in (".iota.yaml", ".iota.yml", ".agents")
           for arg in ("--ro-bind", str(project / name), str(project / name))],
         "--ro-bind", "/dev/null", "/run/docker.sock",
         "--chdir", str(project),
@@ -113,7 +113,7 @@ def test_argv_binds_existing_directories_and_protects_git(project, tmp_path, mon
     # What does not exist yet is held as a placeholder while the command runs.
     assert [held.path for held in launch.held] == [
         str(git / "hooks"), str(git / "config"), str(git / "config.worktree"), str(git / "commondir"),
-        str(git / "info"), str(project / ".iota.yaml"), str(project / ".iota.yml"),
+        str(git / "info"), str(project / ".iota.yaml"), str(project / ".iota.yml"), str(project / ".agents"),
     ]
     networked = Sandbox(bwrap="bwrap", bash="/bin/bash", root=str(tmp_path / "missing"), writable=(),
                         network=True, unshare_user=False)
@@ -357,7 +357,7 @@ def test_a_repository_with_worktrees_and_nested_submodules(tmp_path):
         [str(git / name) for name in names]
         + [str(git / "worktrees/w1" / name) for name in ("config.worktree", "commondir", "info")]
         + [str(git / module / name) for module in modules for name in names]
-        + [str(tmp_path / "project" / name) for name in (".iota.yaml", ".iota.yml")]
+        + [str(tmp_path / "project" / name) for name in (".iota.yaml", ".iota.yml", ".agents")]
     )
 
 
@@ -370,7 +370,7 @@ def test_a_linked_worktree_protects_its_git_file_and_the_common_directory(tmp_pa
     (worktree / ".git").write_text(f"gitdir: {common / 'worktrees' / 'feature'}\n")
     # Only the worktree is writable: the common directory is read-only already.
     assert mounts_of(worktree, [worktree]) == (
-        [], [str(worktree / ".git"), str(worktree / ".iota.yaml"), str(worktree / ".iota.yml")])
+        [], [str(worktree / ".git"), *(str(worktree / name) for name in (".iota.yaml", ".iota.yml", ".agents"))])
     binds, protected = mounts_of(worktree, [worktree, tmp_path / "main"])
     assert binds[:2] == [str(common / "worktrees" / "feature"), str(common)]
     feature = common / "worktrees" / "feature"

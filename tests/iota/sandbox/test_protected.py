@@ -18,7 +18,7 @@ def test_the_list_names_git_submodules_project_config_and_iotas_home(tmp_path, f
         str(modules / "docs" / "hooks"), str(modules / "docs" / "config"),
         str(modules / "lib/json" / "hooks"), str(modules / "lib/json" / "config"),
         str(modules / "lib/json/modules/inner" / "hooks"), str(modules / "lib/json/modules/inner" / "config"),
-        str(root / ".iota.yaml"), str(root / ".iota.yml"),
+        str(root / ".iota.yaml"), str(root / ".iota.yml"), str(root / ".agents"),
         str(fake_home / ".iota"),
     )
 
