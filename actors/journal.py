@@ -39,6 +39,8 @@ from iota.agent import Turn
 from iota.bots.journal import Journal, journal_block
 from iota.errors import SearchError
 from iota.messages import Message
+from iota.sessions.bundle import Session
+from iota.sessions.index import log_source
 
 
 # How long after a failed catch-up it is tried again when no turn asks sooner.
@@ -68,6 +70,12 @@ class JournalKeeper:
 
     def turn_saved(self, turn: Turn, outcome: str) -> None:
         self._seen.add(turn.id)
+        self._wanted.set()
+
+    def helper_kept(self, session: Session) -> None:
+        """A helper's child session was closed: index it too, and write its entry now (a
+        background helper ends between turns)."""
+        self.journal.add_source(log_source(session.dir))
         self._wanted.set()
 
     async def catch_up(self, lane: Lane) -> bool:

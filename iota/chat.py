@@ -68,6 +68,8 @@ class ChatSetup:
     debug: DebugLog = field(default_factory=DebugLog)
     # The session the chat now writes (the lane sets it): a helper's child session goes under it.
     caller_session: Callable[[], Session | None] = lambda: None
+    # Told of each helper's child session once it is closed (a bot's journal indexes it).
+    on_helper_session: Callable[[Session], None] = lambda session: None
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -256,7 +258,7 @@ class ChatSetup:
                 yield tools
 
         return await run_helper(helper, name, task, open_tools, parent=self.caller_session(),
-                                save=not helper.agent.no_save)
+                                save=not helper.agent.no_save, kept=self.on_helper_session)
 
     def helper_setup(self, name: str) -> ChatSetup:
         """The setup of the helper `name` when this chat hands it a task: its entry narrowed by

@@ -54,10 +54,12 @@ class HelperSetup(Protocol):
 
 
 async def run_helper(setup: HelperSetup, name: str, task: str, open_tools: Callable[[], AsyncContextManager[Toolbox]],
-                     parent: Session | None, save: bool) -> HelperRun:
+                     parent: Session | None, save: bool,
+                     kept: Callable[[Session], None] = lambda session: None) -> HelperRun:
     """Run `task` as one turn of the helper `setup` describes; what it did. `parent`: the caller's
-    session (None when the caller keeps none). Cancellation passes through, after the helper's
-    records are closed."""
+    session (None when the caller keeps none). `kept(session)` is called once the helper's child
+    session is closed, however the run ended (a bot's journal then writes its entry).
+    Cancellation passes through, after the helper's records are closed."""
     context = current_call.get()
     approvals = context.approvals.for_helper(name) if context is not None else Approvals(None)
     observer = _HelperObserver(name, context.call if context else None, context.observer if context else None)
@@ -68,7 +70,7 @@ async def run_helper(setup: HelperSetup, name: str, task: str, open_tools: Calla
     turn = Turn(id=new_turn_id())
     opening = Message(USER, content=task, turn=turn.id)
     async with AsyncExitStack() as stack:
-        stack.push_async_callback(partial(_close, setup, session))
+        stack.push_async_callback(partial(_close, setup, session, kept))
         toolbox = await stack.enter_async_context(open_tools())
         await recorder.record([opening])
         if session is not None:
@@ -105,11 +107,13 @@ def _bucket_beside(parent: Session) -> Path | None:
     return None if bots_dir() in parent.dir.parents else parent.dir.parent
 
 
-async def _close(setup: HelperSetup, session: Session | None) -> None:
+async def _close(setup: HelperSetup, session: Session | None, kept: Callable[[Session], None]) -> None:
     with trio.CancelScope(shield=True):
         await setup.aclose()
         if session is not None:
             await trio.to_thread.run_sync(session.close)
+            if session.dir.is_dir():
+                kept(session)
 
 
 class _SessionRecorder:

@@ -269,7 +269,9 @@ def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
     cleanup.callback(journal.finish)  # first: what the last turns wrote is indexed before the run ends
     setup.extra_tools.append(Recall(journal))
     setup.journal = True
-    return JournalKeeper(journal)
+    keeper = JournalKeeper(journal)
+    setup.on_helper_session = keeper.helper_kept
+    return keeper
 
 
 class _TypedByPerson:

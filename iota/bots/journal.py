@@ -37,9 +37,10 @@ from pathlib import Path
 
 from iota.bots.bot import bot_dir, lock_bot, pointed_session
 from iota.bots.journal_entry import Entry, build_entry, render_entry
-from iota.errors import BotError, SearchError
+from iota.errors import BotError, SearchError, SessionError
 from iota.messages import USER, Message
 from iota.paths import sessions_dir
+from iota.sessions.listing import list_sessions
 from iota.sessions.index import LoggedTurn, LogSource, SearchIndex, log_source
 from iota.sessions.search import CANDIDATES, format_time, match_expression
 
@@ -177,6 +178,13 @@ class Journal:
                     index.close()
             self._writer = self._reader = None
 
+    def add_source(self, source: LogSource) -> None:
+        """Index `source` too from the next catch-up on: a helper's child session, once written.
+        The bot's own session stays last (the current one). The list is replaced, not changed in
+        place, so a catch-up running in its worker thread goes on with the one it took."""
+        if all(known.session != source.session for known in self.sources):
+            self.sources = [*self.sources[:-1], source, *self.sources[-1:]]
+
     def catch_up(self, should_stop: Callable[[], bool] = lambda: False) -> int:
         """Index what the bot's logs gained and write the entries of the turns that ended.
         Blocking; run it in a worker thread."""
@@ -272,9 +280,18 @@ class Journal:
 
 
 def bot_sources(bot_dir: Path) -> list[LogSource]:
-    """The logs of the bot in `bot_dir`, the one it writes last: today its one session."""
+    """The logs of the bot in `bot_dir`: the child sessions of the helpers it handed tasks to
+    (the `delegate` toolset: each helper run is a journal entry), then its one session, which it
+    writes last."""
     session = pointed_session(bot_dir)
-    return [log_source(sessions_dir() / session, agent=bot_dir.name)] if session else []
+    if not session:
+        return []
+    try:
+        helpers = [info.id for info in list_sessions(sessions_dir(), include_archived=True) if info.parent == session]
+    except SessionError:
+        helpers = []
+    return [*(log_source(sessions_dir() / helper) for helper in sorted(helpers)),
+            log_source(sessions_dir() / session, agent=bot_dir.name)]
 
 
 def rebuild_journal(name: str) -> tuple[int, int, float]:
