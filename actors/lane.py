@@ -158,6 +158,9 @@ class Lane:
         ended). False when nothing runs. `stopping`: iota is leaving (a quit, a signal), so the
         turn is interrupted, not cancelled."""
         self._stopping = self._stopping or stopping
+        helpers = getattr(self.toolbox, "helpers", None)
+        if helpers is not None:  # background helpers stop with the turn: nothing outlives a Ctrl+C
+            helpers.cancel_all()
         if self._job_scope is not None:
             self._job_scope.cancel()
             self.interruptions += 1

@@ -28,7 +28,9 @@ from actors import notifier
 from actors.ask import ask_through
 from actors.notifier import open_host_link
 from actors.events import Card, Notice
+from actors.helpers import deliver
 from actors.lane import JobNote, Lane
+from iota.delegation import HelperNotice
 from iota.chat import ChatSetup
 from iota.errors import EXIT_INTERRUPTED
 from iota.sessions.conversation import Conversation
@@ -148,6 +150,9 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
 
 async def _forward_job_notes(notes: trio.MemoryReceiveChannel, lane: Lane) -> None:
     async for note in notes:
+        if isinstance(note, HelperNotice):
+            deliver(lane, note)
+            continue
         lane.notice(note.text.splitlines()[0] if note.text else "background job finished")
         lane.submit(JobNote(note.text))
 

@@ -13,7 +13,7 @@ import math
 import os
 import shutil
 import sys
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,10 +191,21 @@ class ChatSetup:
         if self.interactive and tools.ask and self.asker is not None:
             for tool in ask_tools(self.asker):
                 toolbox.add(tool)
-        if tools.delegate is not None and tools.delegate.agents:
-            toolbox.add(self._delegate_tool(toolbox))
+        async with AsyncExitStack() as stack:
+            if tools.delegate is not None and tools.delegate.agents:
+                if job_notices is not None:   # someone reads the notices: helpers can run in the background
+                    from iota.delegation import open_background_helpers
+
+                    toolbox.helpers = await stack.enter_async_context(open_background_helpers(job_notices))
+                toolbox.add(self._delegate_tool(toolbox))
+            async with self._open_shell(toolbox, job_notices):
+                yield toolbox
+
+    @asynccontextmanager
+    async def _open_shell(self, toolbox: Toolbox, job_notices: trio.MemorySendChannel | None) -> AsyncIterator[None]:
+        tools = self.agent.tools
         if tools.shell is None:
-            yield toolbox
+            yield
             return
         from iota.tools.jobs import open_job_table
         from iota.sandbox.environment import EnvironmentPolicy
@@ -230,7 +241,7 @@ class ChatSetup:
                 self.warnings.append(f"iota's own code is where sandboxed commands can write ({tool.writable_code}): "
                                      "its commands (iota run -m, iota mcp …) stay in the sandbox")
             toolbox.add(tool)
-            yield toolbox
+            yield
 
 
     def _delegate_tool(self, toolbox: Toolbox):
@@ -240,7 +251,8 @@ class ChatSetup:
 
         options = self.agent.tools.delegate
         described = {name: self.config.agents[name].description or "" for name in options.agents}
-        return DelegateTool(described, partial(self._run_helper, toolbox), options.max_parallel)
+        return DelegateTool(described, partial(self._run_helper, toolbox), options.max_parallel,
+                            toolbox.helpers.start if toolbox.helpers is not None else None)
 
     async def _run_helper(self, toolbox: Toolbox, name: str, task: str):
         from iota.delegation import run_helper

@@ -23,22 +23,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from typing import AsyncContextManager, Callable, Protocol
 
 import trio
 
-from iota.agent import Approvals, NoRecorder, QuietObserver, Turn, TurnObserver, current_call, run_turn
+from iota.agent import Approvals, CallContext, NoRecorder, QuietObserver, Turn, TurnObserver, current_call, run_turn
 from iota.bots.journal_entry import call_target, clip
-from iota.errors import IotaError
+from iota.errors import IotaError, ToolError
 from iota.paths import bots_dir
 from iota.messages import ASSISTANT, CANCELLED, FAILED, TURN_END, USER, Message, ToolCall
 from iota.providers.base import Provider, Request
 from iota.sessions.bundle import Session, new_turn_id
 from iota.text import format_elapsed
 from iota.tools.base import ToolResult, Toolbox
-from iota.tools.delegate import HelperRun
+from iota.tools.delegate import HelperRun, report
 
 TITLE_CHARS = 60
 
@@ -156,3 +158,110 @@ class _HelperObserver:
 
     def on_progress(self, call: ToolCall, text: str) -> None:
         self.report(text)   # a helper's own helper (max_depth: 2)
+
+
+# ---- background helpers ------------------------------------------------------------------------
+
+
+@dataclass
+class HelperNotice:
+    """Sent on the chat's job-notice channel when a background helper ends: `text` is what the
+    model reads (in a bot, as a quiet turn). `seen()` marks it delivered."""
+
+    work: BackgroundWork
+    text: str
+
+    def seen(self) -> None:
+        self.work.seen = True
+
+
+@dataclass
+class BackgroundWork:
+    """One helper started with `background: true`."""
+
+    id: str
+    agent: str
+    task: str
+    started: float = field(default_factory=time.monotonic)
+    ended: bool = False
+    seen: bool = False       # its result was delivered to the conversation
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+    def line(self) -> str:
+        """`h1 reviewer · 12s · Review a.py …`, or `… · ended, result not yet read`."""
+        state = "ended, result not yet read" if self.ended else format_elapsed(time.monotonic() - self.started)
+        return f"{self.id} {self.agent} · {state} · {clip(self.task, TITLE_CHARS)}"
+
+
+class BackgroundHelpers:
+    """The chat's helpers that run in the background: tasks of a nursery that lives as long as
+    the chat's tools (leaving the chat cancels them), each in a cancel scope of its own that Ctrl+C
+    cancels (`cancel_all`). When one ends — finished, failed or cancelled — a `HelperNotice` goes
+    on `notices`, which the chat turns into a notice (a quiet turn in a bot)."""
+
+    def __init__(self, nursery: trio.Nursery, notices: trio.MemorySendChannel):
+        self._nursery = nursery
+        self._notices = notices
+        self._count = 0
+        self.works: dict[str, BackgroundWork] = {}
+
+    def start(self, agent: str, task: str, run: Callable[[str, str], Awaitable[HelperRun]]) -> str:
+        """Start `run(agent, task)` in the background; its id (`h1`)."""
+        self._count += 1
+        work = BackgroundWork(f"h{self._count}", agent, task)
+        self.works[work.id] = work
+        context = current_call.get()
+        # Its call has returned: progress has no line to go under, but its questions still come to
+        # the person (the caller's approvals, labelled with the helper's name).
+        detached = CallContext(None, context.approvals, None) if context is not None else None
+        self._nursery.start_soon(self._run, work, run, detached)
+        return work.id
+
+    def running(self) -> list[BackgroundWork]:
+        return [work for work in self.works.values() if not work.ended]
+
+    def open(self) -> list[BackgroundWork]:
+        """Still running, or ended with a result the model has not read yet."""
+        return [work for work in self.works.values() if not work.seen]
+
+    def cancel_all(self) -> int:
+        """Ctrl+C: cancel every running helper (each still sends its notice); how many."""
+        running = self.running()
+        for work in running:
+            work.scope.cancel()
+        return len(running)
+
+    async def _run(self, work: BackgroundWork, run: Callable[[str, str], Awaitable[HelperRun]],
+                   context: CallContext | None) -> None:
+        current_call.set(context)
+        done: HelperRun | None = None
+        text = ""
+        try:
+            with work.scope:
+                try:
+                    done = await run(work.agent, work.task)
+                except ToolError as error:
+                    text = f"error: {error}"
+        finally:
+            work.ended = True
+        if done is not None:
+            text = report(done)
+        elif not text:
+            text = "cancelled (Ctrl+C) before it finished"
+        status = "failed" if done is not None and done.failure else "ended"
+        try:
+            self._notices.send_nowait(HelperNotice(work, f"[background helper {work.id} ({work.agent}) {status}] "
+                                                         f"{text}"))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the chat is closing: nobody reads it
+
+
+@asynccontextmanager
+async def open_background_helpers(notices: trio.MemorySendChannel) -> AsyncIterator[BackgroundHelpers]:
+    """Background helpers for as long as the context: leaving it cancels those still running."""
+    async with trio.open_nursery() as nursery:
+        helpers = BackgroundHelpers(nursery, notices)
+        try:
+            yield helpers
+        finally:
+            nursery.cancel_scope.cancel()

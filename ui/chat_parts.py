@@ -17,6 +17,7 @@ from typing import Callable
 from actors.commands.registry import COMMANDS, resume_opening
 from actors.commands.help import help_command
 from actors.bot_work import BotWork, open_bot_work
+from actors.helpers import open_helpers_notice
 from actors.history import SessionHistory
 from actors.compactor import BotCompactor, CompactionOffer
 from actors.durables import DurablesSender
@@ -128,7 +129,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
                      compactor.before_send if compactor else CompactionOffer(),
                      *([upkeep.carry_summary] if upkeep else []), *(work.before_send if work else []),
                      *([chat.durables.before_send] if chat.durables else []),
-                     *([chat.journal.before_send] if chat.journal else [])],
+                     *([chat.journal.before_send] if chat.journal else []),
+                     *([open_helpers_notice] if setup.mode == "bot" and setup.agent.tools.delegate else [])],
         after_turn=[chat.watcher.after_turn, *([compactor.after_turn] if compactor else []),
                     *(work.after_turn if work else []), *([upkeep.after_turn] if upkeep else [])],
         recover=compactor.recover if compactor else None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import trio
 
 from actors.events import JobsUpdate, JobsView
+from actors.helpers import helper_lines
 from actors.lane import Lane
 from iota.tools.job_view import JobPage, job_pages
 from iota.tools.jobs import JobTable
@@ -26,8 +27,12 @@ REFRESH_SECONDS = 1.0
 
 async def show_jobs(lane: Lane, argument: str) -> None:
     table = lane.toolbox.jobs
+    helpers = helper_lines(lane)
+    if helpers:   # background helpers (delegate): listed beside the shell's jobs; Ctrl+C stops them
+        lane.notice("\n".join(helpers))
     if table is None or not table.running():
-        lane.notice("No background jobs are running.")
+        if not helpers:
+            lane.notice("No background jobs are running.")
         return
     lane.show_status()  # this job is out of the queue now
     send, receive = trio.open_memory_channel(1)

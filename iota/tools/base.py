@@ -126,6 +126,7 @@ class Toolbox:
     def __init__(self, tools: list[Tool] | None = None):
         self._tools: dict[str, Tool] = {}
         self.jobs = None  # the shell's background job table, when the chat has one
+        self.helpers = None  # the background helpers (iota.delegation.BackgroundHelpers), when it has them
         self.mcp = None  # the MCP servers' hub (iota.mcp.hub.McpHub), when the chat has servers
         self.deferral = None  # what hides deferred servers' tools (iota.mcp.defer.Deferral), if any
         for tool in tools or []:

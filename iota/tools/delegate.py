@@ -47,6 +47,9 @@ class HelperRun:
 # How the chat runs a helper: (agent name, task) → what it did. Raises ToolError for a call that
 # cannot run at all (an agent not on the list).
 RunHelper = Callable[[str, str], Awaitable[HelperRun]]
+# How the chat starts one in the background: (agent, task, run) → its id. None in a chat that
+# cannot deliver a result later (a headless run, a helper's own tools).
+StartBackground = Callable[[str, str, RunHelper], str]
 
 
 class DelegateTool(Tool):
@@ -56,11 +59,13 @@ class DelegateTool(Tool):
     # refused by the same mode (iota.agent.Approvals.for_helper).
     read_only = True
 
-    def __init__(self, agents: dict[str, str], run_helper: RunHelper, max_parallel: int):
+    def __init__(self, agents: dict[str, str], run_helper: RunHelper, max_parallel: int,
+                 start_background: StartBackground | None = None):
         """`agents`: the helpers this agent may use, name → description (shown to the model)."""
         self.agents = agents
         self.max_parallel = max_parallel
         self._run_helper = run_helper
+        self._start_background = start_background
         self._limit = trio.CapacityLimiter(max_parallel)
         listed = "\n".join(f"- {name}: {about}" if about else f"- {name}" for name, about in agents.items())
         self.description = (
@@ -72,6 +77,9 @@ class DelegateTool(Tool):
             "properties": {
                 "agent": {"type": "string", "enum": list(agents), "description": "Which helper runs the task."},
                 "task": {"type": "string", "description": "The whole task, self-contained."},
+                **({"background": {"type": "boolean", "description": (
+                    "true: return at once with an id; the helper's result comes to the conversation as a "
+                    "notice when it ends. Default false: wait for its answer.")}} if start_background else {}),
             },
             "required": ["agent", "task"],
         }
@@ -88,9 +96,20 @@ class DelegateTool(Tool):
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         self.preflight(args)
-        async with self._limit:
-            done = await self._run_helper(args["agent"], args["task"])
+        if args.get("background") is True:
+            if self._start_background is None:
+                raise ToolError("background helpers need an interactive chat to deliver their result: "
+                                "call delegate without background")
+            work = self._start_background(args["agent"], args["task"], self._limited)
+            return ToolResult(f"helper {work} ({args['agent']}) started in the background; its result comes "
+                              "to this conversation as a notice when it ends. Do not start the same task again.")
+        done = await self._limited(args["agent"], args["task"])
         return ToolResult(report(done), is_error=bool(done.failure))
+
+    async def _limited(self, agent: str, task: str) -> HelperRun:
+        """Run a helper once one of the `max_parallel` places is free."""
+        async with self._limit:
+            return await self._run_helper(agent, task)
 
 
 def report(done: HelperRun) -> str:

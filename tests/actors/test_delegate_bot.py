@@ -10,7 +10,9 @@ from contextlib import ExitStack, asynccontextmanager
 import pytest
 import trio
 
-from actors.events import TurnEnded
+from actors.events import Notice, TurnEnded
+from actors.helpers import OPEN_MARK, open_helpers_notice
+from actors.supervisor import _forward_job_notes
 from actors.lane import Lane
 from actors.notifier import open_host_link
 from iota.bots.bot import open_bot
@@ -18,9 +20,10 @@ from iota.bots.journal import Journal, bot_sources
 from iota.chat import prepare_chat
 from iota.config import settings
 from iota.sessions.conversation import Conversation
-from tests.actors.test_delegate import delegating
+from tests.actors.test_delegate import delegating, helper_requests
+from tests.actors.test_delegate_background import in_background, until_requests
 from tests.actors.test_lane import Chat
-from tests.support.fake_model import fake_model  # noqa: F401  (the fixture)
+from tests.support.fake_model import Gate, fake_model  # noqa: F401  (the fixture)
 from ui.chat_parts import _open_journal
 
 BOUND = 10
@@ -61,14 +64,16 @@ def open_bot_chat(tmp_path, fake_home, fake_model):  # noqa: F811
         keeper = _open_journal(setup, start, cleanup, [])   # the chat's own wiring of the journal
         conversation = Conversation.from_session(start.session)
         send, receive = trio.open_memory_channel(math.inf)
+        notes_send, notes_receive = trio.open_memory_channel(math.inf)
         link, _ = open_host_link()
         try:
             with cleanup:
-                async with setup.open_tools() as toolbox:
+                async with setup.open_tools(notes_send) as toolbox:
                     lane = Lane(setup, conversation, toolbox, send, link)
-                    lane.before_send = [keeper.before_send]
+                    lane.before_send = [keeper.before_send, open_helpers_notice]   # as ui.chat_parts orders them
                     async with trio.open_nursery() as nursery:
                         await nursery.start(lane.run)
+                        nursery.start_soon(_forward_job_notes, notes_receive, lane)
                         await nursery.start(keeper.run, lane)
                         chat = Chat(lane, setup, conversation, receive)
                         chat.keeper, chat.start = keeper, start
@@ -111,3 +116,34 @@ async def test_each_helper_run_of_a_bot_is_an_entry_of_its_journal(open_bot_chat
         assert {s.session for s in again.entries()} == {bot_session, helper[0]}
     finally:
         again.close()
+
+
+def opened_with(body: dict) -> list[str]:
+    """The texts of the user-role messages of a request."""
+    return [m["content"] for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], str)]
+
+
+async def test_a_bot_sees_its_open_background_helpers_and_reads_the_result_in_a_quiet_turn(open_bot_chat, fake_model):
+    gate = Gate()
+    fake_model.respond_with(in_background("Review a.py.", gate))
+    async with open_bot_chat() as chat:
+        chat.submit("review a.py in the background")
+        await chat.until(TurnEnded)
+        await until_requests(fake_model, "reviewer", 1)
+        chat.submit("anything yet?")                     # the helper still runs: listed with this message
+        await chat.until(TurnEnded)
+        listed = [text for text in opened_with(helper_requests(fake_model, "lead")[-1].body) if OPEN_MARK in text]
+        assert len(listed) == 1 and "- h1 reviewer · " in listed[0] and "Review a.py." in listed[0]
+        asked = len(helper_requests(fake_model, "lead"))
+        gate.open()                                      # it ends: the bot reads its result unasked
+        await chat.until(lambda e: isinstance(e, Notice) and "[background helper h1" in e.text)
+        await chat.until(TurnEnded)
+        quiet = helper_requests(fake_model, "lead")[asked]
+        assert any(text.startswith("[background helper h1 (reviewer) ended] reviewer reporting")
+                   for text in opened_with(quiet.body))
+        chat.submit("thanks")                            # read: no longer listed
+        await chat.until(TurnEnded)
+        last = helper_requests(fake_model, "lead")[-1]
+        assert [text for text in opened_with(last.body) if OPEN_MARK in text] == listed   # only the earlier one
+        entries = await settled(chat)
+        assert ("Review a.py.", "finished") in [(asked, outcome) for _, asked, outcome in entries]
