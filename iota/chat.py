@@ -70,6 +70,8 @@ class ChatSetup:
     caller_session: Callable[[], Session | None] = lambda: None
     # Told of each helper's child session once it is closed (a bot's journal indexes it).
     on_helper_session: Callable[[Session], None] = lambda session: None
+    # The agents a bot defined (`delegate` define, iota.bots.defined_agents), helpers beside the config's.
+    defined_agents: dict[str, AgentConfig] = field(default_factory=dict)
     _provider: Provider | None = None
     _retired: list = field(default_factory=list)  # providers a /model switch left, closed at the end
 
@@ -251,8 +253,18 @@ class ChatSetup:
 
         options = self.agent.tools.delegate
         described = {name: self.config.agents[name].description or "" for name in options.agents}
+        definitions = None
+        if self.mode == "bot":   # a bot may define narrower agents for later use (seed 003)
+            from iota.bots.bot import bot_dir
+            from iota.bots.defined_agents import defined_agents
+            from iota.delegation import BotDefinitions
+
+            directory = bot_dir(self.agent.name)
+            self.defined_agents = defined_agents(directory, self.agent, self.config, self.warnings)
+            described.update({name: entry.description or "" for name, entry in self.defined_agents.items()})
+            definitions = BotDefinitions(directory, self.agent, self.config, self.defined_agents.__setitem__)
         return DelegateTool(described, partial(self._run_helper, toolbox), options.max_parallel,
-                            toolbox.helpers.start if toolbox.helpers is not None else None)
+                            toolbox.helpers.start if toolbox.helpers is not None else None, definitions)
 
     async def _run_helper(self, toolbox: Toolbox, name: str, task: str):
         from iota.delegation import run_helper
@@ -278,7 +290,8 @@ class ChatSetup:
         and cwd. It asks the person nothing through the ask tools (several helpers may run at once)."""
         from iota.config.delegation import narrow_helper
 
-        agent = narrow_helper(self.config.agents[name], self.agent)
+        entry = self.config.agents[name] if name in self.config.agents else self.defined_agents[name]
+        agent = narrow_helper(entry, self.agent)
         bot = None  # a helper has no bot memory of its own: narrow_helper runs a bot entry as an agent
         skills, _ = discover(self.project_root, bot) if agent.mode == "agent" and agent.tools.skills else ([], [])
         return ChatSetup(config=self.config, agent=agent, model=settings.resolve_model(self.config, agent),

@@ -33,7 +33,10 @@ import trio
 
 from iota.agent import Approvals, CallContext, NoRecorder, QuietObserver, Turn, TurnObserver, current_call, run_turn
 from iota.bots.journal_entry import call_target, clip
-from iota.errors import IotaError, ToolError
+from iota.bots.defined_agents import check_definition, save_definition
+from iota.config.entries import AgentConfig
+from iota.config.settings import Config
+from iota.errors import BotError, IotaError, ToolError
 from iota.paths import bots_dir
 from iota.messages import ASSISTANT, CANCELLED, FAILED, TURN_END, USER, Message, ToolCall
 from iota.providers.base import Provider, Request
@@ -265,3 +268,33 @@ async def open_background_helpers(notices: trio.MemorySendChannel) -> AsyncItera
             yield helpers
         finally:
             nursery.cancel_scope.cancel()
+
+
+# ---- agents a bot defines ----------------------------------------------------------------------
+
+
+class BotDefinitions:
+    """The `delegate` tool's way to a bot's defined agents (iota.bots.defined_agents): a check
+    that refuses, as a result the model reads, a definition wider than the bot; and the write,
+    after which the chat can hand the new agent tasks (`on_defined`)."""
+
+    def __init__(self, directory: Path, creator: AgentConfig, config: Config,
+                 on_defined: Callable[[str, AgentConfig], None]):
+        self.directory = directory
+        self.creator = creator
+        self.config = config
+        self.on_defined = on_defined
+        self._checked: dict[str, AgentConfig] = {}
+
+    def check(self, args: dict) -> tuple[str, str, str]:
+        try:
+            entry, text = check_definition(args, self.creator, self.config, self.directory)
+        except BotError as error:
+            raise ToolError(str(error)) from None
+        self._checked[entry.name] = entry
+        return entry.name, entry.description or "", text
+
+    def save(self, name: str, text: str) -> str:
+        path = save_definition(self.directory, name, text)
+        self.on_defined(name, self._checked.pop(name))
+        return str(path)

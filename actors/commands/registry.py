@@ -21,6 +21,7 @@ from actors.compactor import compact_command
 from actors.commands.debug import DEBUG_HELP, debug
 from actors.commands.edit import EDIT_HELP, edit_message
 from actors.commands.file import FILE_HELP, attach_file
+from actors.commands.agents import AGENTS_HELP, agents_command
 from actors.commands.jobs import JOBS_HELP, show_jobs
 from actors.modes import MODE_HELP, mode_command
 from actors.commands.model_tabs import choose_top_p, show_system, stamp_model, top_p_label
@@ -372,6 +373,7 @@ COMMANDS = {
     "file": (FILE_HELP, attach_file),
     "debug": (DEBUG_HELP, debug),
     "jobs": (JOBS_HELP, show_jobs),
+    "agents": (AGENTS_HELP, agents_command),
     "edit": (EDIT_HELP, edit_message),
     "mode": (MODE_HELP, mode_command),
     "quit": ("leave iota", None),

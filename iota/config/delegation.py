@@ -109,3 +109,22 @@ def narrow_helper(helper: AgentConfig, caller: AgentConfig) -> AgentConfig:
     return dataclasses.replace(
         helper, tools=tools, mcp_servers=RULES["mcp_servers"](helper.mcp_servers, caller.mcp_servers),
         no_save=RULES["no_save"](helper.no_save, caller.no_save), mode=RULES["mode"](helper.mode, caller.mode))
+
+
+def wider_keys(entry: AgentConfig, creator: AgentConfig) -> list[str]:
+    """The keys at which `entry` would get more than `creator` — where narrowing it by `creator`
+    (the rule a helper runs under) changes it. An agent a bot defines must come out empty: it is
+    stored as written, never silently cut down, so what the person approves is what runs."""
+    narrowed = narrow_helper(entry, creator)
+    wider = []
+    for name in ("code", "shell", "delegate"):
+        mine, kept = getattr(entry.tools, name), getattr(narrowed.tools, name)
+        if (mine is None) != (kept is None):
+            wider.append(f"tools.{name}")
+        elif mine is not None:
+            wider += [f"tools.{name}.{field.name}" for field in dataclasses.fields(mine)
+                      if getattr(mine, field.name) != getattr(kept, field.name)]
+    wider += [f"tools.{name}" for name in ("skills", "ask")
+              if getattr(entry.tools, name) != getattr(narrowed.tools, name)]
+    wider += [key for key in ("mcp_servers", "no_save") if getattr(entry, key) != getattr(narrowed, key)]
+    return wider

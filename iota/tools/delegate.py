@@ -16,15 +16,16 @@ reads, with whatever it had said.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
 from iota.bots.journal_entry import group_calls, head_and_tail
 from iota.errors import ToolError
 from iota.text import format_size
-from iota.tools.base import Tool, ToolResult
+from iota.tools.base import ApprovalRequest, Tool, ToolResult
 
 # The helper's reply the caller reads: the first HEAD and the last TAIL characters of a longer one.
 REPLY_HEAD = 2_000
@@ -52,6 +53,22 @@ RunHelper = Callable[[str, str], Awaitable[HelperRun]]
 StartBackground = Callable[[str, str, RunHelper], str]
 
 
+class Definitions(Protocol):
+    """Where a bot's defined agents are checked and kept (iota.delegation.BotDefinitions)."""
+
+    def check(self, args: dict[str, Any]) -> tuple[str, str, str]:
+        """(name, description, the file's whole text) of the agent `args` define; ToolError if refused."""
+        ...
+
+    def save(self, name: str, text: str) -> str:
+        """Write it (after the person's yes); where it went."""
+        ...
+
+
+DEFINE_REFUSAL = ("delegate define was not executed: an agent you define joins your helpers, so the user "
+                  "approves each one, and this non-interactive run cannot ask. Tell the user the agent you would define.")
+
+
 class DelegateTool(Tool):
     name = "delegate"
     parallel = True   # helpers of one reply run side by side; each one's own tools still ask
@@ -60,34 +77,68 @@ class DelegateTool(Tool):
     read_only = True
 
     def __init__(self, agents: dict[str, str], run_helper: RunHelper, max_parallel: int,
-                 start_background: StartBackground | None = None):
-        """`agents`: the helpers this agent may use, name → description (shown to the model)."""
-        self.agents = agents
+                 start_background: StartBackground | None = None, definitions: Definitions | None = None):
+        """`agents`: the helpers this agent may use, name → description (shown to the model).
+        `definitions`: a bot's, which lets it define narrower agents (`action: define`)."""
+        self.agents = dict(agents)
         self.max_parallel = max_parallel
         self._run_helper = run_helper
         self._start_background = start_background
+        self._definitions = definitions
         self._limit = trio.CapacityLimiter(max_parallel)
-        listed = "\n".join(f"- {name}: {about}" if about else f"- {name}" for name, about in agents.items())
+        self._describe()
+
+    def _describe(self) -> None:
+        """The description and parameters for the helpers known now (a define adds one)."""
+        listed = "\n".join(f"- {name}: {about}" if about else f"- {name}" for name, about in self.agents.items())
         self.description = (
             "Hand a task to a helper agent with its own fresh conversation and tools, and get back its final "
             "answer. The helper sees only the task you write: make it self-contained (the goal, the files, "
             "what to report). Several delegate calls in one reply run at the same time. Helpers:\n" + listed)
-        self.parameters = {
-            "type": "object",
-            "properties": {
-                "agent": {"type": "string", "enum": list(agents), "description": "Which helper runs the task."},
-                "task": {"type": "string", "description": "The whole task, self-contained."},
-                **({"background": {"type": "boolean", "description": (
-                    "true: return at once with an id; the helper's result comes to the conversation as a "
-                    "notice when it ends. Default false: wait for its answer.")}} if start_background else {}),
-            },
-            "required": ["agent", "task"],
+        properties: dict[str, Any] = {
+            "agent": {"type": "string", "enum": list(self.agents), "description": "Which helper runs the task."},
+            "task": {"type": "string", "description": "The whole task, self-contained."},
         }
+        if self._start_background is not None:
+            properties["background"] = {"type": "boolean", "description": (
+                "true: return at once with an id; the helper's result comes to the conversation as a "
+                "notice when it ends. Default false: wait for its answer.")}
+        if self._definitions is not None:
+            self.description += DEFINE_HELP
+            properties.update(DEFINE_PROPERTIES)
+        self.parameters = {"type": "object", "properties": properties,
+                           "required": [] if self._definitions is not None else ["agent", "task"]}
+
+    def forget(self, name: str) -> None:
+        """A defined agent the person removed (`/agents remove`): no longer offered."""
+        if self.agents.pop(name, None) is not None:
+            self._describe()
 
     def target(self, args: dict[str, Any]) -> str:
-        return str(args.get("agent", ""))
+        return f"define {args.get('name', '')}" if _defines(args) else str(args.get("agent", ""))
+
+    def approval(self, args: dict[str, Any]) -> str | None:
+        return f"delegate define {args.get('name', '')}" if _defines(args) else None
+
+    def approval_request(self, args: dict[str, Any]) -> ApprovalRequest | None:
+        """A define asks every time, whatever auto_* says, with the whole entry shown; a run asks
+        nothing (its helper's own calls ask)."""
+        if not _defines(args) or self._definitions is None:
+            return None
+        try:
+            name, _, text = self._definitions.check(args)
+        except ToolError:
+            return None   # refused without asking: the call fails with the reason
+        return ApprovalRequest(self.name, f"delegate define {name}", text, action=f"define the agent {name}",
+                               grant=json.dumps(args, sort_keys=True, default=str), ask_every_time=True,
+                               refusal=DEFINE_REFUSAL)
 
     def preflight(self, args: dict[str, Any]) -> None:
+        if _defines(args):
+            if self._definitions is None:
+                raise ToolError("define is for bots: this agent cannot define agents")
+            self._definitions.check(args)
+            return
         agent, task = args.get("agent"), args.get("task")
         if agent not in self.agents:
             raise ToolError(f"unknown helper {agent!r}: use one of {', '.join(self.agents) or 'none'}")
@@ -96,6 +147,13 @@ class DelegateTool(Tool):
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         self.preflight(args)
+        if _defines(args) and self._definitions is not None:
+            name, about, text = self._definitions.check(args)
+            where = self._definitions.save(name, text)
+            self.agents[name] = about
+            self._describe()
+            return ToolResult(f"defined the agent {name} ({where}); hand it tasks with "
+                              f'{{"agent": "{name}", "task": …}}')
         if args.get("background") is True:
             if self._start_background is None:
                 raise ToolError("background helpers need an interactive chat to deliver their result: "
@@ -110,6 +168,24 @@ class DelegateTool(Tool):
         """Run a helper once one of the `max_parallel` places is free."""
         async with self._limit:
             return await self._run_helper(agent, task)
+
+
+DEFINE_HELP = (
+    "\nYou can also define a new helper for later use with action \"define\" (name, system, tools, model, "
+    "description): it never gets more than you have, and the user approves each definition.")
+DEFINE_PROPERTIES: dict[str, Any] = {
+    "action": {"type": "string", "enum": ["run", "define"], "description": "run (the default) or define."},
+    "name": {"type": "string", "description": "define: the new agent's name (lowercase, digits, hyphens)."},
+    "system": {"type": "string", "description": "define: its system prompt."},
+    "tools": {"type": "object", "description": "define: its toolsets, as in the config, e.g. "
+                                               "{\"code\": {\"read_only\": true}}."},
+    "model": {"type": "string", "description": "define: its model (default: yours)."},
+    "description": {"type": "string", "description": "define: one line on what it is for."},
+}
+
+
+def _defines(args: dict[str, Any]) -> bool:
+    return args.get("action") == "define"
 
 
 def report(done: HelperRun) -> str:

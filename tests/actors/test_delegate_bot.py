@@ -10,7 +10,9 @@ from contextlib import ExitStack, asynccontextmanager
 import pytest
 import trio
 
-from actors.events import Notice, TurnEnded
+import json
+
+from actors.events import Choose, Notice, TurnEnded
 from actors.helpers import OPEN_MARK, open_helpers_notice
 from actors.supervisor import _forward_job_notes
 from actors.lane import Lane
@@ -20,10 +22,10 @@ from iota.bots.journal import Journal, bot_sources
 from iota.chat import prepare_chat
 from iota.config import settings
 from iota.sessions.conversation import Conversation
-from tests.actors.test_delegate import delegating, helper_requests
+from tests.actors.test_delegate import delegating, helper_requests, results, who
 from tests.actors.test_delegate_background import in_background, until_requests
 from tests.actors.test_lane import Chat
-from tests.support.fake_model import Gate, fake_model  # noqa: F401  (the fixture)
+from tests.support.fake_model import Gate, fake_model, tool_call  # noqa: F401  (the fixture)
 from ui.chat_parts import _open_journal
 
 BOUND = 10
@@ -40,6 +42,7 @@ agents:
     system: You are the lead.
     tools:
       code: {{}}
+      skills: false
       delegate: {{agents: [reviewer]}}
   reviewer:
     model: m
@@ -147,3 +150,83 @@ async def test_a_bot_sees_its_open_background_helpers_and_reads_the_result_in_a_
         assert [text for text in opened_with(last.body) if OPEN_MARK in text] == listed   # only the earlier one
         entries = await settled(chat)
         assert ("Review a.py.", "finished") in [(asked, outcome) for _, asked, outcome in entries]
+
+
+# ---- agents a bot defines -------------------------------------------------------------------------
+
+CHECKER = {"action": "define", "name": "checker", "system": "You are the checker.", "description": "Checks files",
+           "tools": {"code": {"read_only": True}, "skills": False}}
+
+
+def defining(definition: dict, then_task: str | None = None):
+    """The lead defines `definition`, then (if `then_task`) hands the new agent that task."""
+    def respond(body: dict) -> dict:
+        name = who(body)
+        if name != "lead":
+            return {"text": f"{name} reporting: fine."}
+        done = results(body)
+        if not done:
+            return {"tool_calls": [tool_call("delegate", definition, id="def")]}
+        if len(done) == 1 and then_task and not done[0].startswith("delegate define") and "Error" not in done[0]:
+            return {"tool_calls": [tool_call("delegate", {"agent": definition["name"], "task": then_task}, id="run")]}
+        return {"text": "Done."}
+    return respond
+
+
+def tools_of(request) -> dict:
+    return {tool["function"]["name"]: tool for tool in request.body.get("tools", [])}
+
+
+async def test_a_bot_defines_a_narrower_agent_once_the_person_has_read_the_whole_entry(open_bot_chat, fake_model):
+    fake_model.respond_with(defining(CHECKER, then_task="Check a.py."))
+    async with open_bot_chat() as chat:
+        chat.submit("make a checker and use it")
+        choose = (await chat.until(Choose))[-1]
+        # Asked whatever auto_* says, with no "for this session", the whole entry shown.
+        assert choose.title == "delegate define checker wants to define the agent checker — allow?"
+        assert not any("session" in option.lower() for option in choose.options)
+        for line in ("creator: lead", "system: You are the checker.", "read_only: true", "description: Checks files"):
+            assert line in choose.detail
+        await choose.reply.send(0)   # Allow once
+        await chat.until(TurnEnded)
+        path = chat.start.dir / "agents" / "checker.yaml"
+        assert path.read_text() == choose.detail          # stored as the person read it
+        (checker,) = helper_requests(fake_model, "checker")
+        assert "You are the checker." in checker.body["messages"][0]["content"]
+        assert "read_file" in tools_of(checker) and "write_file" not in tools_of(checker)
+        lead = helper_requests(fake_model, "lead")
+        assert results(lead[-1].body)[-1].startswith("checker reporting: fine.")
+        chat.command("agents")
+        listed = (await chat.until(lambda e: isinstance(e, Notice) and "checker" in e.text))[-1]
+        assert "checker — by lead" in listed.text and "Checks files" in listed.text
+        chat.command("agents", "remove checker")
+        await chat.until(lambda e: isinstance(e, Notice) and e.text.startswith("Removed the agent checker"))
+        assert not path.exists()
+        assert "checker" not in json.dumps(chat.lane.toolbox.get("delegate").parameters["properties"]["agent"])
+
+
+@pytest.mark.parametrize("tools, wider", [
+    ({"shell": {"sandbox": "off", "network": True}, "skills": False}, "tools.shell"),   # the bot has no shell
+    ({"code": {"auto_write": True}, "skills": False}, "tools.code.auto_write"),         # the bot's code asks
+    ({"code": {}}, "tools.skills"),                                                     # the bot's skills are off
+])
+async def test_a_defined_agent_wider_than_its_creator_is_refused(open_bot_chat, fake_model, tools, wider):
+    fake_model.respond_with(defining({**CHECKER, "tools": tools}, then_task="Check a.py."))
+    async with open_bot_chat() as chat:
+        chat.submit("make a wider agent")
+        events = await chat.until(TurnEnded)
+        assert not any(isinstance(event, Choose) for event in events)   # refused before anyone is asked
+        refusal = results(helper_requests(fake_model, "lead")[1].body)[0]
+        assert "would be wider than its creator lead at" in refusal and wider in refusal
+        assert not (chat.start.dir / "agents").exists()
+        assert helper_requests(fake_model, "checker") == []
+
+
+async def test_a_planted_definition_wider_than_the_bot_is_skipped_never_run(open_bot_chat, fake_model, fake_home):
+    planted = fake_home / ".iota" / "bots" / "lead" / "agents" / "checker.yaml"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("creator: lead\nmodel: m\nsystem: You are the checker.\ntools: {shell: {sandbox: 'off'}, skills: false}\n")
+    fake_model.respond_with(delegating(("reviewer", "Review.")))
+    async with open_bot_chat() as chat:
+        assert any("checker.yaml" in warning and "wider than its creator" in warning for warning in chat.setup.warnings)
+        assert "checker" not in chat.lane.toolbox.get("delegate").agents

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from iota.config import audit, settings
-from iota.config.delegation import RULES, narrow_helper
+from iota.config.delegation import RULES, narrow_helper, wider_keys
 from iota.config.entries import AgentConfig
 from iota.errors import ConfigError
 
@@ -105,6 +105,15 @@ def test_a_narrower_helper_keeps_its_own_value(case):
     caller = AgentConfig.decode("lead", case.caller)
     own = AgentConfig.decode("helper", case.narrower)
     assert case.value(narrow_helper(own, caller)) == case.value(own)
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case.path != "mode"], ids=lambda case: case.path)
+def test_an_agent_a_bot_defines_is_refused_at_each_key_where_it_is_wider(case):
+    """The check behind `delegate` define (iota.bots.defined_agents): the same rule, as a refusal
+    that names the key, never a silent cut. (mode is not a power: a defined agent runs as an agent.)"""
+    caller = AgentConfig.decode("lead", case.caller)
+    assert case.path in wider_keys(AgentConfig.decode("helper", case.wider), caller)
+    assert case.path not in wider_keys(AgentConfig.decode("helper", case.narrower), caller)
 
 
 def test_a_helper_of_a_caller_without_max_depth_cannot_delegate():
