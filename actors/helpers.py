@@ -3,7 +3,8 @@ results reach the conversation, and how a bot is kept aware of them.
 
     notice on the job channel ──► deliver(): a dim line for the person, and
                                    in a bot:   a quiet turn, so the model reads the result and acts on it
-                                   otherwise:  a notice kept in the conversation (as a shell job's)
+                                   otherwise, or cancelled (Ctrl+C, leaving): a notice kept in the
+                                               conversation (as a shell job's), read with the next message
     before each message of a bot ──► open_helpers_notice(): the helpers still running or whose result
                                    the model has not read yet, as seed 002 lists open works
 
@@ -25,7 +26,7 @@ OPEN_MARK = "[helpers] "
 def deliver(lane: Lane, note: HelperNotice) -> None:
     """A background helper ended: tell the person, and give the model its result."""
     lane.notice(note.text.splitlines()[0])
-    if lane.setup.mode == "bot":
+    if lane.setup.mode == "bot" and not note.cancelled:   # a cancelled one waits for the next message
         lane.submit(QuietTurn(f"helper {note.work.id}", partial(_read_result, note)))
     else:
         note.seen()

@@ -173,6 +173,7 @@ class HelperNotice:
 
     work: BackgroundWork
     text: str
+    cancelled: bool = False   # stopped by Ctrl+C or the chat's end: nothing for a bot to act on now
 
     def seen(self) -> None:
         self.work.seen = True
@@ -247,14 +248,17 @@ class BackgroundHelpers:
                     text = f"error: {error}"
         finally:
             work.ended = True
+        # Leaving the chat cancels the nursery, not this scope: that cancellation goes on from the
+        # `with` above, and no notice is sent to a chat that is closing.
+        cancelled = work.scope.cancelled_caught
         if done is not None:
             text = report(done)
-        elif not text:
-            text = "cancelled (Ctrl+C) before it finished"
-        status = "failed" if done is not None and done.failure else "ended"
+        elif cancelled:
+            text = "the person stopped it (Ctrl+C) before it finished"
+        status = "cancelled" if cancelled else "failed" if done is None or done.failure else "ended"
         try:
             self._notices.send_nowait(HelperNotice(work, f"[background helper {work.id} ({work.agent}) {status}] "
-                                                         f"{text}"))
+                                                         f"{text}", cancelled=cancelled))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the chat is closing: nobody reads it
 

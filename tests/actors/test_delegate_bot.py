@@ -230,3 +230,20 @@ async def test_a_planted_definition_wider_than_the_bot_is_skipped_never_run(open
     async with open_bot_chat() as chat:
         assert any("checker.yaml" in warning and "wider than its creator" in warning for warning in chat.setup.warnings)
         assert "checker" not in chat.lane.toolbox.get("delegate").agents
+
+
+async def test_a_bot_whose_background_helper_is_cancelled_is_told_with_the_next_message_not_woken(
+        open_bot_chat, fake_model):
+    fake_model.respond_with(in_background("Review a.py.", Gate()))   # held until cancelled
+    async with open_bot_chat() as chat:
+        chat.submit("review a.py in the background")
+        await chat.until(TurnEnded)
+        await until_requests(fake_model, "reviewer", 1)
+        asked = len(helper_requests(fake_model, "lead"))
+        chat.lane.interrupt()                            # Ctrl+C: the person stopped it
+        await chat.until(lambda e: isinstance(e, Notice) and "[background helper h1 (reviewer) cancelled]" in e.text)
+        chat.submit("ok")
+        await chat.until(TurnEnded)
+        lead = helper_requests(fake_model, "lead")
+        assert len(lead) == asked + 1                    # no quiet turn of its own: only the message's
+        assert any("[background helper h1 (reviewer) cancelled]" in text for text in opened_with(lead[-1].body))
