@@ -82,9 +82,9 @@ class Approvals:
         # only narrows it, `auto-edit` widens it to file changes, and only ever by their choice.
         self.mode = mode
 
-    def refused_by_mode(self, tool: Tool | None) -> ToolResult | None:
+    def refused_by_mode(self, tool: Tool | None, args: dict | None = None) -> ToolResult | None:
         """In plan mode, the result of any call of a tool that is not read-only, asked or not."""
-        if self.mode == PLAN and tool is not None and not tool.read_only:
+        if self.mode == PLAN and tool is not None and not tool.reads_only(args or {}):
             return ToolResult(PLAN_REFUSAL.format(tool=tool.name), is_error=True)
         return None
 
@@ -343,7 +343,7 @@ async def _run_call(turn: Turn, call: ToolCall, toolbox: Toolbox, approvals: App
     target = tool.target(call.arguments) if tool else ""
     observer.on_tool_start(call, target)
     request = tool.approval_request(call.arguments) if tool else None
-    refusal = approvals.refused_by_mode(tool)  # plan mode refuses without asking anyone
+    refusal = approvals.refused_by_mode(tool, call.arguments)  # plan mode refuses without asking anyone
     if refusal is None and request:
         # A call that would be refused is refused before anyone is asked.
         refusal = toolbox.preflight(call.name, call.arguments) or await approvals.check(request)

@@ -71,6 +71,11 @@ class Tool:
     # How the transcript names the tool when not by `name` (an MCP tool: `server:tool`).
     display_name: str = ""
 
+    def reads_only(self, args: dict[str, Any]) -> bool:
+        """Whether this call changes nothing (what plan mode lets through): `read_only`, unless a
+        tool with several actions says otherwise for one of them."""
+        return self.read_only
+
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
 

@@ -109,6 +109,9 @@ class DelegateTool(Tool):
         self.parameters = {"type": "object", "properties": properties,
                            "required": [] if self._definitions is not None else ["agent", "task"]}
 
+    def reads_only(self, args: dict[str, Any]) -> bool:
+        return not _defines(args)   # a define writes a file: plan mode refuses it
+
     def forget(self, name: str) -> None:
         """A defined agent the person removed (`/agents remove`): no longer offered."""
         if self.agents.pop(name, None) is not None:

@@ -247,3 +247,14 @@ async def test_a_bot_whose_background_helper_is_cancelled_is_told_with_the_next_
         lead = helper_requests(fake_model, "lead")
         assert len(lead) == asked + 1                    # no quiet turn of its own: only the message's
         assert any("[background helper h1 (reviewer) cancelled]" in text for text in opened_with(lead[-1].body))
+
+
+async def test_in_plan_mode_a_define_is_refused_without_asking(open_bot_chat, fake_model):
+    fake_model.respond_with(defining(CHECKER))
+    async with open_bot_chat() as chat:
+        chat.lane.approvals.mode = "plan"
+        chat.submit("make a checker")
+        events = await chat.until(TurnEnded)
+        assert not any(isinstance(event, Choose) for event in events)
+        assert "the chat is in plan mode" in results(helper_requests(fake_model, "lead")[1].body)[0]
+        assert not (chat.start.dir / "agents").exists()
