@@ -34,22 +34,22 @@ def test_the_pane_title_and_options_follow_idle_working_waiting_idle_and_are_res
     screen.type("write it")
     screen.send_keys("Enter")
     wait_for_pane(screen, "#{pane_title}", "ι coder · working")   # the reply is held at the gate
-    assert pane(screen, "#{@iota_state}") == "working"
+    wait_for_pane(screen, "#{@iota_state}", "working")  # set by a tmux command, after the title
     assert pane(screen, "#{window_bell_flag}") == "0"
     gate.open()
 
     screen.wait_for("wants to modify files")
     wait_for_pane(screen, "#{pane_title}", "ι coder · waiting for you")
-    assert pane(screen, "#{@iota_state}") == "waiting for you"
+    wait_for_pane(screen, "#{@iota_state}", "waiting for you")
     # The attention ping's BEL reaches tmux without passthrough: the window's bell flag.
     wait_for_pane(screen, "#{window_bell_flag}", "1")
 
     screen.send_keys("Enter")
     screen.wait_for("Written.")
     wait_for_pane(screen, "#{pane_title}", "ι coder · idle")
-    assert pane(screen, "#{@iota_state}") == "idle"
+    wait_for_pane(screen, "#{@iota_state}", "idle")
 
     screen.send_keys("C-d")
     assert screen.wait_for_exit() == 0
     wait_for_pane(screen, "#{pane_title}", "before iota")
-    assert pane(screen, "#{@iota_agent}|#{@iota_state}") == "|"
+    wait_for_pane(screen, "#{@iota_agent}|#{@iota_state}", "|")
