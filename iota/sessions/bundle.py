@@ -189,6 +189,15 @@ class Session:
     def on_disk(self) -> bool:
         return self._log_fd is not None
 
+    def ensure_on_disk(self) -> None:
+        """Write a new session's bundle now (before its first append), for a file kept beside its
+        log (iota.sessions.queue)."""
+        with self._writing:
+            if self._closed:
+                raise SessionError(f"session {self.id} was closed; nothing more can be saved to it")
+            if self._log_fd is None:
+                self._materialize()
+
     @property
     def conversation_count(self) -> int:
         """Conversation messages written so far; a compaction's `compacted_through` is counted against it."""
