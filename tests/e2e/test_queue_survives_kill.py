@@ -37,6 +37,12 @@ def user_records() -> list[str]:
     return [r.get("content") for r in map(json.loads, lines) if r["role"] == "user" and not r.get("notice")]
 
 
+def asked_with(iota, text: str) -> int:
+    """How many requests the model was sent with `text` as their last message."""
+    return sum(request.body["messages"][-1].get("content") == text for request in iota.model.requests
+               if "messages" in request.body)
+
+
 def kill_9(screen) -> None:
     os.kill(iota_pid(screen), signal.SIGKILL)
     assert screen.wait_for_exit() == 128 + signal.SIGKILL
@@ -73,13 +79,11 @@ def test_a_message_queued_before_kill_9_comes_back_held_and_is_sent_once(iota, c
     screen = chat("run", "coder")
     shown = screen.wait_for(HELD)
     assert "↳ second" in shown and RESTORED in shown
-    requests = len(iota.model.requests)
+    assert asked_with(iota, "second") == 0
     iota.model.reply("got the second")
     screen.send_keys("Enter")  # on the empty composer: sends the held queue
     screen.wait_for("got the second")
-    assert len(iota.model.requests) == requests + 1
-    sent = [m["content"] for m in iota.model.requests[-1].body["messages"] if m["role"] == "user"]
-    assert sent[-1] == "second"
+    assert asked_with(iota, "second") == 1
     assert user_records().count("second") == 1
     assert queued_on_disk() == []
 
@@ -87,7 +91,7 @@ def test_a_message_queued_before_kill_9_comes_back_held_and_is_sent_once(iota, c
     screen = chat("run", "coder")
     shown = screen.wait_for(AT_PROMPT)
     assert "↳ second" not in shown and RESTORED not in shown
-    assert len(iota.model.requests) == requests + 1 and user_records().count("second") == 1
+    assert asked_with(iota, "second") == 1 and user_records().count("second") == 1
 
 
 def test_taken_back_and_dropped_messages_stay_gone_after_kill_9(iota, chat):
@@ -109,13 +113,13 @@ def test_taken_back_and_dropped_messages_stay_gone_after_kill_9(iota, chat):
     kill_9(screen)
     assert queued_on_disk() == []
 
-    requests = len(iota.model.requests)
     screen = chat("run", "coder")
     shown = screen.wait_for(AT_PROMPT)
     assert "↳ alpha" not in shown and "queued" not in shown
-    iota.model.reply("fresh")
+    iota.model.reply("A new answer.")
     screen.type("fresh start")
     screen.send_keys("Enter")
-    screen.wait_for("fresh")
-    sent = [m["content"] for m in iota.model.requests[-1].body["messages"] if m["role"] == "user"]
-    assert len(iota.model.requests) == requests + 1 and "alpha" not in sent and "beta" not in sent
+    screen.wait_for("A new answer.")
+    assert asked_with(iota, "fresh start") == 1
+    assert not any(message.get("content") in ("alpha", "beta") for request in iota.model.requests
+                   for message in request.body.get("messages", []))
