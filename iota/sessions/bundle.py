@@ -9,6 +9,7 @@ bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.
         meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
         messages.jsonl   the conversation, append-only (see iota.sessions.log)
         attachments/     the files messages carry, one per content hash (iota.attachments)
+        queue.json       what the person typed that is not in the log yet (iota.sessions.queue)
         .lock            held by the one process writing the bundle; holds its pid
 
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
