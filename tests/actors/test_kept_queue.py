@@ -125,3 +125,21 @@ async def test_a_chat_that_does_not_save_keeps_no_queue(open_lane, fake_model): 
         gate.open()
         await chat.until(TurnEnded)
         assert chat.lane.inbox.unsent() == []  # sent: nothing left to keep once /save gives it a bundle
+
+
+async def test_what_waits_moves_with_the_chat_to_another_session(open_lane, session):  # noqa: F811
+    other = Session.create(session.dir.parent, provider="fake", model="fake-model")
+    write_queue(other.dir, [Queued("o1", "kept in the other session")])
+    release = trio.Event()
+    try:
+        async with open_lane(Conversation(session=session)) as chat:
+            chat.lane.submit(busy_until(release))
+            await chat.lane.submit_message("typed here")
+            await chat.lane.switch_session(other)
+            assert chat.lane.inbox.messages() == ("typed here", "kept in the other session")
+            assert chat.lane.inbox.held  # what the other session kept comes back held, as after a restart
+            assert [text for _, text in on_disk(other)] == ["typed here", "kept in the other session"]
+            assert on_disk(session) == []
+            release.set()
+    finally:
+        other.close()
