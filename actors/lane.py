@@ -380,7 +380,12 @@ class Lane:
         return None
 
     async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
-        if not records or not self.conversation.saving:
+        """Write records to the session as they happen (the agent loop's `TurnRecorder`), shielded:
+        a write that must not be torn. A failed write is shown, naming what was not written."""
+        if not records:
+            return
+        if not self.conversation.saving:  # nothing is kept: a typed message is done with once sent
+            await self.kept.sent(typed_ids(records))
             return
         self._unsaved.append((records, durable, meta))
         await self.save_unsaved()
@@ -418,7 +423,7 @@ class Lane:
             return
         finally:
             # A typed message whose record is now in the log leaves the queue file (actors.kept_queue).
-            await self.kept.sent([record.turn for record in written if record.role == USER and record.turn])
+            await self.kept.sent(typed_ids(written))
         if self._save_error:
             self.notice("Saved again: everything shown is on disk")
         self._save_error = self._unsaved_reason = ""
@@ -579,6 +584,11 @@ class _Recorder:
         if self.lane._unsaved and any(record.role == TOOL for record in records):
             raise SessionError(f"not sent: the conversation could not be saved ({self.lane._unsaved_reason}); "
                                "it is kept and written once a write succeeds")
+
+
+def typed_ids(records: list[Message]) -> list[str]:
+    """The turn ids of the user records among `records`: those of typed messages leave the queue file."""
+    return [record.turn for record in records if record.role == USER and record.turn]
 
 
 def _why_unsaved(error: SessionError) -> str:
