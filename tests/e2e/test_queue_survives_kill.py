@@ -49,21 +49,27 @@ def kill_9(screen) -> None:
     screen.kill()
 
 
+def send(screen, text: str) -> None:
+    """Type `text` and press Enter once it shows in the composer (keys that arrive together with
+    a line break are a paste: wait, as a person would)."""
+    screen.type(text)
+    screen.wait_for(f"❯ {text}")
+    screen.send_keys("Enter")
+
+
 def streaming_bot(iota, chat, gate: Gate):
     """The bot, its first reply held mid-stream."""
     iota.write_config(BOT)
-    iota.model.reply("one two three", pieces=3, gate=gate)
+    iota.model.reply("Streaming reply held", pieces=3, gate=gate)
     screen = chat("run", "coder")
-    screen.type("first")
-    screen.send_keys("Enter")
+    send(screen, "first")
     gate.release(1)
-    screen.wait_for("one")
+    screen.wait_for("Stream")  # the first piece
     return screen
 
 
 def queue(screen, text: str) -> str:
-    screen.type(text)
-    screen.send_keys("Enter")
+    send(screen, text)
     return screen.wait_for(f"↳ {text}")
 
 
@@ -117,8 +123,7 @@ def test_taken_back_and_dropped_messages_stay_gone_after_kill_9(iota, chat):
     shown = screen.wait_for(AT_PROMPT)
     assert "↳ alpha" not in shown and "queued" not in shown
     iota.model.reply("A new answer.")
-    screen.type("fresh start")
-    screen.send_keys("Enter")
+    send(screen, "fresh start")
     screen.wait_for("A new answer.")
     assert asked_with(iota, "fresh start") == 1
     assert not any(message.get("content") in ("alpha", "beta") for request in iota.model.requests
