@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import time
 
 from iota import paths
 from tests.e2e.test_chat import chat, iota_pid  # noqa: F401  (the fixture)
@@ -41,6 +42,13 @@ def asked_with(iota, text: str) -> int:
     """How many requests the model was sent with `text` as their last message."""
     return sum(request.body["messages"][-1].get("content") == text for request in iota.model.requests
                if "messages" in request.body)
+
+
+def until_queued_on_disk(texts: list[str], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while queued_on_disk() != texts:
+        assert time.monotonic() < deadline, f"queue.json holds {queued_on_disk()}, not {texts}"
+        time.sleep(0.02)
 
 
 def kill_9(screen) -> None:
@@ -107,9 +115,11 @@ def test_taken_back_and_dropped_messages_stay_gone_after_kill_9(iota, chat):
     queue(screen, "beta")
     screen.send_keys("Up")  # beta back to the composer: a draft again
     screen.wait_for("❯ beta")
+    # Shown in the composer first, then gone from the file: a kill between the two shows it
+    # queued again after the restart (the composer's draft dies with the process), never lost.
+    until_queued_on_disk(["alpha"])
     kill_9(screen)
     gate.open()
-    assert queued_on_disk() == ["alpha"]
 
     screen = chat("run", "coder")
     shown = screen.wait_for(HELD)
