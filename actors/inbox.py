@@ -8,6 +8,10 @@
 The inbox is first in, first out, with a way to jump it (`put_first`: the compactor's flush).
 After Ctrl+C it is `held`: the person's messages wait until they are sent (Enter, or a new
 message) or dropped, while other jobs still run; the last one can be taken back to edit.
+
+A message the person typed has an `id` (the turn it will be sent in) and is kept on disk until
+its record is in the log (actors.kept_queue): `unsent` is what must be kept — the messages the
+lane has taken but not yet written (`sending`, until `sent`), then the ones that wait.
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from trio_util import RepeatedEvent
 
 @dataclass(frozen=True)
 class UserMessage:
+    """A message for the model from the person. `id`: typed, so kept on disk until it is in the
+    log, and sent as the turn of that id; "" for one iota composed (a skill's body)."""
+
     text: str
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Inbox:
         self._jobs: deque[Job] = deque()
         self._arrived = RepeatedEvent()
         self.held = False
+        self._sending: list[UserMessage] = []  # taken by the lane, their records not yet written
 
     def put(self, job: Job) -> None:
         self._jobs.append(job)
@@ -87,6 +96,19 @@ class Inbox:
     def messages(self) -> tuple[str, ...]:
         """The person's queued messages, oldest first."""
         return tuple(job.text for job in self._jobs if isinstance(job, UserMessage))
+
+    def unsent(self) -> list[UserMessage]:
+        """The typed messages not yet in the log, oldest first: those being sent, then those waiting."""
+        waiting = [job for job in self._jobs if isinstance(job, UserMessage) and job.id]
+        return [*self._sending, *waiting]
+
+    def sent(self, message_id: str) -> bool:
+        """The record of the message `message_id` is in the log; False if it was not being sent."""
+        for message in self._sending:
+            if message.id == message_id:
+                self._sending.remove(message)
+                return True
+        return False
 
     def take_last_message(self) -> str | None:
         for position in range(len(self._jobs) - 1, -1, -1):
@@ -119,4 +141,6 @@ class Inbox:
             await self._arrived.wait()
         job = self._jobs[position]
         del self._jobs[position]
+        if isinstance(job, UserMessage) and job.id:
+            self._sending.append(job)
         return job

@@ -24,7 +24,7 @@ import trio
 
 from actors.events import (CancelInnermost, CycleMode, Focus, Hint, Interrupt, Leave, ListFiles, LoadOlder,
                            SendQueued, Submit, TakeBackQueued, TakenBack)
-from actors.lane import Command, Lane, UserMessage
+from actors.lane import Command, Lane
 from actors.modes import next_mode, switch_mode
 from actors.notifier import HostLink
 from iota.errors import EXIT_INTERRUPTED
@@ -48,12 +48,13 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
                 _, body = commands[name[1:]]
                 lane.submit(Command(name[1:], argument, body, typed=True))
             elif item.text.strip():
-                lane.submit(UserMessage(item.text))
+                await lane.submit_message(item.text)
         elif isinstance(item, Interrupt):
             if lane.interrupt():
                 continue
             if lane.inbox.messages():
                 dropped = lane.drop_queued()
+                await lane.kept.save()  # dropped on disk too before the chat says so
                 lane.notice(f"Dropped {dropped} queued message{'s' if dropped != 1 else ''}")
             elif trio.current_time() - last_idle_interrupt < EXIT_WINDOW_SECONDS:
                 leave(EXIT_INTERRUPTED)
@@ -64,8 +65,9 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
             lane.cancel_innermost()
         elif isinstance(item, TakeBackQueued):
             text = lane.take_back_queued()
-            if text is not None:
+            if text is not None:  # a draft in the composer again; like any draft, not kept on disk
                 lane.emit(TakenBack(text))
+                await lane.kept.save()
         elif isinstance(item, SendQueued):
             lane.send_queued()
         elif isinstance(item, LoadOlder):

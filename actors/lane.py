@@ -50,6 +50,7 @@ from actors.ask import needing_input
 # The jobs are the lane's vocabulary: the other actors import them from here.
 from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
 from actors.history import SessionHistory, tool_started
+from actors.kept_queue import KeptQueue, held_notice
 from actors.notifier import HostLink
 from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolProgress, TurnEnded,
                            UserEcho)
@@ -81,6 +82,7 @@ class Lane:
         self.events = events
         self.host = host
         self.inbox = Inbox()
+        self.kept = KeptQueue(self.inbox, conversation, self.emit)  # what the person typed, on disk until sent
         self.approvals = Approvals(self._ask_approval)
         setup.caller_session = lambda: self.conversation.session   # a helper's session goes under it
         self._job_scope: trio.CancelScope | None = None
@@ -153,6 +155,13 @@ class Lane:
             submitted(job)
         self.show_status()
 
+    async def submit_message(self, text: str) -> None:
+        """Queue a message the person typed, once it is on disk (the session's queue.json): what
+        is shown queued survives a kill."""
+        message = UserMessage(text, new_turn_id())
+        await self.kept.arrive(message)
+        self.submit(message)
+
     def interrupt(self, *, stopping: bool = False) -> bool:
         """Cancel the running job and hold the queue (the status row says so once the job has
         ended). False when nothing runs. `stopping`: iota is leaving (a quit, a signal), so the
@@ -191,11 +200,15 @@ class Lane:
         if self._turn is not None:
             self._turn.cancel_innermost()
 
-    def switch_session(self, session: Session) -> None:
-        """Continue in another saved session (`/session`); the caller closes the old one."""
+    async def switch_session(self, session: Session) -> None:
+        """Continue in another saved session (`/session`); the caller closes the old one. What
+        waits in the queue is kept in the new session's bundle from now on."""
+        old = self.conversation.session
         self.conversation.switch_to(session)
         self.meter.seed(self.conversation.messages, session.view.last_usage, overhead=self.request_overhead())
         self.report_session()
+        if restored := await self.kept.moved_from(old):
+            self.notice(held_notice(restored))
         self.show_status()
 
     @contextmanager
@@ -230,6 +243,8 @@ class Lane:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         # A provider's wait before a retry shows on the status row: `retrying in 2 s (HTTP 529, …)`.
         retry_listener.set(self._retrying)
+        if restored := await self.kept.restore():  # typed before iota stopped: back in the queue, held
+            self.notice(held_notice(restored))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._retry_saves)
             task_status.started()
@@ -263,7 +278,7 @@ class Lane:
 
     async def _run(self, job: Job) -> None:
         if isinstance(job, UserMessage):
-            await self._user_turn(job.text)
+            await self._user_turn(job.text, message_id=job.id)
         elif isinstance(job, Command):
             await job.run(self, job.argument)
         elif isinstance(job, QuietTurn):
@@ -275,7 +290,7 @@ class Lane:
         """A turn of a message iota wrote (a `QuietTurn`'s): the model reads it, nobody sees it."""
         await self._user_turn(text, hidden=True)
 
-    async def _user_turn(self, text: str, *, hidden: bool = False) -> None:
+    async def _user_turn(self, text: str, *, hidden: bool = False, message_id: str = "") -> None:
         if not hidden:
             self.emit(UserEcho(text))
         user = Message(USER, content=text, hidden=hidden)
@@ -286,10 +301,14 @@ class Lane:
             for hook in self.before_send:
                 await hook(self, user)
         if scope.cancelled_caught:  # Ctrl+C on a question asked before sending: keep the message, unsent
-            await self.keep([user])
+            # As a turn of its own that was cancelled, so that its id in the log says it is written.
+            user = dataclasses.replace(user, turn=message_id or new_turn_id())
+            await self.record([user, Message(TURN_END, turn=user.turn, outcome=CANCELLED)], meta=True)
+            self._join([user])
             self.emit(TurnEnded(interrupted=True))
             return
-        turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None)
+        turn = await self.run_model_turn(user, self.toolbox, recoverable=self.recover is not None,
+                                         turn_id=message_id)
         self.last_turn = turn
         for after in self.after_turn:  # a failed turn's memory writes are recorded too
             await after(self)
@@ -297,16 +316,17 @@ class Lane:
             self.host.notify(PingKind.TURN_ENDED, _ping_text(turn))
 
     async def run_model_turn(self, opening: Message, toolbox: Toolbox, *, recoverable: bool = False,
-                             quiet: bool = False) -> Turn | None:
+                             quiet: bool = False, turn_id: str = "") -> Turn | None:
         """Send the conversation and `opening` (the user's message, or a notice such as the memory
         flush's), run the agent loop with `toolbox`, and keep what the turn does as it does it —
         all of it, or up to where Ctrl+C stopped it. A turn that fails keeps what it did, with a
         notice of the failure, and returns None. `recoverable`: a context-too-long failure is
         mended by `self.recover` (a bot compacts) and the turn goes on from where it was.
         `quiet`: a failure is shown, but calls nobody back and leaves the host's state alone (the
-        memory flush, whose compaction runs whatever became of it)."""
+        memory flush, whose compaction runs whatever became of it). `turn_id`: the id a typed
+        message was kept under until its record is written (actors.kept_queue)."""
         self.set_running("Waiting for the model")
-        turn = Turn(id=new_turn_id())
+        turn = Turn(id=turn_id or new_turn_id())
         opening = dataclasses.replace(opening, turn=turn.id)
         await self.record([opening])  # on disk before the request is sent
         self._join([opening])
@@ -365,7 +385,10 @@ class Lane:
     async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
         """Write records to the session as they happen (the agent loop's `TurnRecorder`), shielded:
         a write that must not be torn. A failed write is shown, naming what was not written."""
-        if not records or not self.conversation.saving:
+        if not records:
+            return
+        if not self.conversation.saving:  # nothing is kept: a typed message is done with once sent
+            await self.kept.sent(typed_ids(records))
             return
         self._unsaved.append((records, durable, meta))
         await self.save_unsaved()
@@ -380,6 +403,7 @@ class Lane:
 
     async def _write_waiting(self) -> None:
         session = self.conversation.session
+        written: list[Message] = []
         try:
             while self._unsaved:
                 records, durable, meta = self._unsaved[0]
@@ -387,9 +411,9 @@ class Lane:
                     await trio.to_thread.run_sync(partial(self.conversation.record, records, durable=durable,
                                                           meta=meta))
                 except MetaNotSaved:
-                    self._unsaved.pop(0)  # the records are in the log; meta.json follows with a later write
+                    written += self._unsaved.pop(0)[0]  # the records are in the log; meta.json follows later
                     raise
-                self._unsaved.pop(0)
+                written += self._unsaved.pop(0)[0]
             if session is not None and session.meta_pending:
                 await trio.to_thread.run_sync(session.write_pending_meta)
         except SessionError as error:
@@ -400,6 +424,9 @@ class Lane:
             self._unsaved_reason = _why_unsaved(error)
             self._save_wanted.set()
             return
+        finally:
+            # A typed message whose record is now in the log leaves the queue file (actors.kept_queue).
+            await self.kept.sent(typed_ids(written))
         if self._save_error:
             self.notice("Saved again: everything shown is on disk")
         self._save_error = self._unsaved_reason = ""
@@ -560,6 +587,11 @@ class _Recorder:
         if self.lane._unsaved and any(record.role == TOOL for record in records):
             raise SessionError(f"not sent: the conversation could not be saved ({self.lane._unsaved_reason}); "
                                "it is kept and written once a write succeeds")
+
+
+def typed_ids(records: list[Message]) -> list[str]:
+    """The turn ids of the user records among `records`: those of typed messages leave the queue file."""
+    return [record.turn for record in records if record.role == USER and record.turn]
 
 
 def _why_unsaved(error: SessionError) -> str:

@@ -3,6 +3,8 @@ touch the real home directory or reach a real model."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -18,5 +20,8 @@ def fake_home(tmp_path_factory, monkeypatch):
 
 def pytest_addoption(parser):
     # The soak test (tests/e2e/test_soak.py): how many kill -9 points, and the seed to replay one.
-    parser.addoption("--soak", type=int, default=20, metavar="N", help="kill -9 points of the soak test (default 20)")
+    # IOTA_SOAK_KILLS sets the default (the issue's figure: IOTA_SOAK_KILLS=200).
+    kills = int(os.environ.get("IOTA_SOAK_KILLS") or 20)
+    parser.addoption("--soak", type=int, default=kills, metavar="N",
+                     help=f"kill -9 points of the soak test (default {kills}; IOTA_SOAK_KILLS sets it)")
     parser.addoption("--soak-seed", type=int, default=None, metavar="SEED", help="replay the soak test of this seed")

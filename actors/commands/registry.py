@@ -237,7 +237,7 @@ async def sessions(lane: Lane, argument: str) -> None:
     except IotaError as error:
         lane.notice(str(error), warning=True)
         return
-    lane.switch_session(opened)
+    await lane.switch_session(opened)
     if current is not None:
         current.close()
     opening, history = await trio.to_thread.run_sync(resume_opening, opened, lane.conversation)

@@ -73,7 +73,7 @@ async def fork(lane: Lane, title: str) -> None:
         child.close()
         lane.notice(f"Fork failed: {error}", warning=True)
         return
-    lane.switch_session(child)
+    await lane.switch_session(child)
     current.close()
     lane.notice(f"Forked session {current.id} as {child.id} ({child.meta.get('title')}); this chat goes on in "
                 "the fork, and the original is unchanged.")

@@ -9,6 +9,7 @@ bundle; one whose meta.json was lost is, and gets it rebuilt, see iota.sessions.
         meta.json        who and what: model, title, counts (pretty JSON, replaced atomically)
         messages.jsonl   the conversation, append-only (see iota.sessions.log)
         attachments/     the files messages carry, one per content hash (iota.attachments)
+        queue.json       what the person typed that is not in the log yet (iota.sessions.queue)
         .lock            held by the one process writing the bundle; holds its pid
 
 A `Session` is one process's handle on a bundle it writes. `Session.new` mints an id and
@@ -188,6 +189,15 @@ class Session:
     @property
     def on_disk(self) -> bool:
         return self._log_fd is not None
+
+    def ensure_on_disk(self) -> None:
+        """Write a new session's bundle now (before its first append), for a file kept beside its
+        log (iota.sessions.queue)."""
+        with self._writing:
+            if self._closed:
+                raise SessionError(f"session {self.id} was closed; nothing more can be saved to it")
+            if self._log_fd is None:
+                self._materialize()
 
     @property
     def conversation_count(self) -> int:

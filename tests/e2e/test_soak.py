@@ -1,6 +1,7 @@
 """The soak test: a real bot, killed with SIGKILL at random moments, restarted, and checked.
 
     .venv/bin/python -m pytest tests/e2e/test_soak.py -s --soak 200 [--soak-seed SEED]
+    IOTA_SOAK_KILLS=200 .venv/bin/python -m pytest tests/e2e/test_soak.py -s      (the same)
 
 `iota run coder` (a bot with a 32k window, so a turn past 16k of context flushes its memory and
 compacts) runs in tmux against the fake model server, which answers like a model that always
@@ -13,17 +14,23 @@ round starts the bot, sends one turn of a random kind —
     compact   a reply past the threshold: the memory flush (a remember) and the summary follow
     multi     write_file and remember in one reply
 
-— and kills the process with SIGKILL at a random moment of it (or just after). The next round's
-start checks what the kill may not have broken:
+— and, in about half the rounds, types a second message while that turn runs (`soak N queued`: shown
+queued, or sent at once if the turn is over), then kills the process with SIGKILL at a random
+moment (or just after). A message counts as typed once the screen shows it accepted (queued
+above the composer, or echoed in the transcript) with the composer empty again. The next
+round's start checks what the kill may not have broken:
 
 - every log line that was on disk before the kill is still there, in order (the log only grew);
 - every message of the person's that the model was sent is in the log (it was fsynced first);
+- every message typed is in the log once, or still waits in the session's queue.json (it is shown
+  again, held, and the next message typed sends it first): none lost, none written twice;
 - every file a tool wrote has its tool call in the log;
 - MEMORY.md has every line it had before the kill, and every write the log calls done;
 - the bot reaches its prompt, and its next request is accepted by the strict fake model.
 
-The default is a short run (20 kills) that fits in CI; the seed is printed, and `--soak-seed`
-replays a run.
+The last start sends what is still held, and every message typed must then be in the log exactly
+once. The default is a short run (20 kills) that fits in CI; `--soak N` or `IOTA_SOAK_KILLS=N`
+runs more; the seed is printed, and `--soak-seed` replays a run.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import random
 import re
 import signal
 import time
+from collections import Counter
 from itertools import count
 from pathlib import Path
 
@@ -48,6 +56,7 @@ KINDS = ("slow", "write", "remember", "compact", "multi")
 AT_PROMPT = re.compile(r"^m · .*/ 32k \(\d+%\)", re.MULTILINE)
 LONG_REPLY = " ".join(f"word{i}" for i in range(120))
 KILL_WITHIN = 3.5   # seconds after the message is sent; the slowest turn (compact) takes about three
+QUEUE_SHARE = 0.5   # the share of rounds that type a second message while the first one's turn runs
 CONFIG = """\
 providers:
   fake: {{type: openai, url: '{url}', key: test-key}}
@@ -121,11 +130,41 @@ def records(path: Path | None) -> list[dict]:
     return [json.loads(line) for line in complete_lines(path)]
 
 
+def typed_in_log(saved: list[dict]) -> Counter:
+    return Counter(r.get("content") for r in saved if r["role"] == "user" and not r.get("notice"))
+
+
+def waiting_in_queue(path: Path | None) -> list[str]:
+    """The messages the session's queue.json keeps (typed, not yet in the log)."""
+    queue = path.with_name("queue.json") if path is not None else None
+    if queue is None or not queue.exists():
+        return []
+    return [entry["text"] for entry in json.loads(queue.read_text())["messages"]]
+
+
+def accepted(screen, text: str, timeout: float = 10.0) -> None:
+    """Wait until the chat shows `text` accepted: queued (`↳ text`) or echoed (`❯ text`) while the
+    composer below is empty again (before Enter is read, the composer itself shows `❯ text`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = screen.capture().splitlines()
+        composer = max((i for i, line in enumerate(lines) if line.startswith("❯")), default=None)
+        if composer is not None and lines[composer] == "❯" and (
+                f"↳ {text}" in lines or f"❯ {text}" in lines[:composer]):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} was not shown accepted within {timeout}s; the screen:\n"
+                                 + "\n".join(lines))
+        time.sleep(0.02)
+
+
 class Soak:
     def __init__(self, iota, terminal, seed: int):
         self.iota, self.terminal, self.seed = iota, terminal, seed
         self.random = random.Random(seed)
-        self.stats = {kind: 0 for kind in KINDS} | {"closed turns": 0, "compactions": 0}
+        self.stats = {kind: 0 for kind in KINDS} | {"queued": 0, "typed": 0, "held after a kill": 0,
+                                                    "closed turns": 0, "compactions": 0}
+        self.typed: list[str] = []  # every message the chat showed accepted
 
     def fail(self, what: str) -> AssertionError:
         return AssertionError(f"soak seed {self.seed}: {what}")
@@ -170,6 +209,19 @@ class Soak:
                     raise self.fail(f"the log says {fact!r} was saved to MEMORY.md, which does not have it")
         if self.iota.model.rejected:
             raise self.fail(f"a request the real API would reject: {self.iota.model.rejected[0][1]}")
+        in_log, waiting = typed_in_log(saved), waiting_in_queue(log)
+        for text in self.typed:
+            if in_log[text] > 1:
+                raise self.fail(f"{text!r} was typed once and is in the log {in_log[text]} times")
+            if not in_log[text] and text not in waiting:
+                raise self.fail(f"{text!r} was shown accepted and is neither in the log nor in queue.json")
+        self.stats["held after a kill"] += sum(1 for text in waiting if not in_log[text])
+
+    def type(self, screen, text: str) -> None:
+        screen.type(text)
+        screen.send_keys("Enter")
+        accepted(screen, text)
+        self.typed.append(text)
 
     def round(self, n: int) -> None:
         """Start the bot (checking what the last kill left), send turn `n`, and kill the bot."""
@@ -180,9 +232,13 @@ class Soak:
         pid = int((paths.bots_dir() / "coder" / "lock").read_text())
         kind = self.random.choice(KINDS)
         self.stats[kind] += 1
-        screen.type(f"soak {n} {kind}")
-        screen.send_keys("Enter")
-        time.sleep(self.random.uniform(0, KILL_WITHIN))
+        sent = time.monotonic()
+        self.type(screen, f"soak {n} {kind}")
+        if self.random.random() < QUEUE_SHARE:
+            time.sleep(self.random.uniform(0, KILL_WITHIN))
+            self.type(screen, f"soak {n} queued")
+            self.stats["queued"] += 1
+        time.sleep(self.random.uniform(0, max(0.0, KILL_WITHIN - (time.monotonic() - sent))))
         before, memory_before = complete_lines(log), memory_lines()
         os.kill(pid, signal.SIGKILL)
         if screen.wait_for_exit(timeout=30) != 128 + signal.SIGKILL:
@@ -195,21 +251,37 @@ class Soak:
         started = time.monotonic()
         for n in range(1, kills + 1):
             self.round(n)
-        # The conversation goes on: one more turn, answered and accepted.
+        # The conversation goes on: one more turn (what is still held is sent first), answered and accepted.
         screen = self.start()
         self.check(*self.pending)
-        screen.type("soak 0 done")
-        screen.send_keys("Enter")
-        screen.wait_for("ok.", timeout=30)
+        self.type(screen, "soak 0 done")
+        deadline = time.monotonic() + 60
+        while not self.answered("soak 0 done"):
+            if time.monotonic() > deadline:
+                raise self.fail("the last message was not answered")
+            time.sleep(0.05)
         screen.send_keys("C-d")
         assert screen.wait_for_exit(timeout=30) == 0
         self.check([], set())
         saved = records(log_path())
+        in_log = typed_in_log(saved)
+        if waiting_in_queue(log_path()) or any(in_log[text] != 1 for text in self.typed):
+            raise self.fail(f"after the last turn, not every message typed is in the log once: "
+                            f"{[text for text in self.typed if in_log[text] != 1]}")
+        self.stats["typed"] = len(self.typed)
         self.stats["closed turns"] = sum(r.get("notice", False) and r["content"].startswith("iota stopped during")
                                          for r in saved)
         self.stats["compactions"] = sum(r["role"] == "compaction" for r in saved)
-        print(f"soak: {kills} kills in {time.monotonic() - started:.0f} s, 0 lost records; "
+        print(f"soak: {kills} kills in {time.monotonic() - started:.0f} s, 0 lost records, "
+              f"0 of {len(self.typed)} typed messages lost or doubled; "
               + ", ".join(f"{name} {number}" for name, number in self.stats.items()))
+
+
+    def answered(self, text: str) -> bool:
+        """The log holds `text` and a reply after it."""
+        saved = records(log_path())
+        at = next((i for i, r in enumerate(saved) if r["role"] == "user" and r.get("content") == text), None)
+        return at is not None and any(r["role"] == "assistant" for r in saved[at:])
 
 
 def test_kill_9_at_random_moments_loses_nothing_acknowledged(iota, terminal, request):
