@@ -18,7 +18,7 @@ that fails (the provider gave up) keeps what it did too, and a notice of the fai
 next request tells the model; the person's message stays on screen, in the log and in the
 composer's history. A write that fails (a full disk) is shown once, naming what was not
 written, and the conversation goes on: what was not written is kept in memory, in order, and
-written before anything newer — at the next write, and every `RETRY_SAVE_SECONDS` — while the
+written before anything newer — at the next write, and every few seconds (actors.save_backlog) — while the
 status row says `not saved: disk full`. Nothing is sent to the model that is not on disk: a
 turn whose message or tool results could not be written ends as failed before its request.
 
@@ -37,11 +37,9 @@ chat's (ChatParts.tasks), never before the next job.
 from __future__ import annotations
 
 import dataclasses
-import errno
 import json
 import time
 from contextlib import contextmanager
-from functools import partial
 from typing import Awaitable, Callable
 
 import trio
@@ -49,28 +47,29 @@ import trio
 from actors.ask import needing_input
 # The jobs are the lane's vocabulary: the other actors import them from here.
 from actors.inbox import Command, Inbox, Job, JobNote, QuietTurn, UserMessage  # noqa: F401
-from actors.history import SessionHistory, tool_started
+from actors.history import SessionHistory
 from actors.kept_queue import KeptQueue, held_notice
+from actors.save_backlog import SaveBacklog, typed_ids
+from actors.turn_watch import TurnObserver, TurnRecorder
 from actors.notifier import HostLink
-from actors.events import (Card, Choose, ErrorLine, Notice, Status, TextDelta, ToolEnded, ToolProgress, TurnEnded,
+from actors.events import (Card, Choose, ErrorLine, Notice, Status, TurnEnded,
                            UserEcho)
 from iota.agent import Approvals, Decision, Denial, Turn, run_turn
 from iota.chat import ChatSetup
 from iota.compaction.summary import Meter, TokenCount
 from iota.sessions.conversation import Conversation, notice
-from iota.errors import ContextTooLong, IotaError, MetaNotSaved, SessionError
-from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TOOL, TURN_END, USER, Message, ToolCall
+from iota.errors import ContextTooLong, IotaError
+from iota.messages import CANCELLED, FAILED, FINISHED, INTERRUPTED, TURN_END, USER, Message
 from iota.hosts import PingKind, State
 from iota.providers.base import RetryWait, retry_listener
 from iota.attachments import Attachment, attached_line
 from iota.sessions.bundle import Session, new_turn_id
-from iota.tools.base import ApprovalRequest, ToolResult, Toolbox
+from iota.tools.base import ApprovalRequest, Toolbox
 
 # ---- the lane --------------------------------------------------------------------------------
 
 APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY, Decision.DENY_WITH_REASON)
 # How often what could not be written (a full disk) is tried again while nothing else writes.
-RETRY_SAVE_SECONDS = 5.0
 
 
 class Lane:
@@ -90,14 +89,8 @@ class Lane:
         self._failed = False  # the running job failed: the host shows the error state after it
         self.last_turn: Turn | None = None  # the last turn of a message, typed or quiet (None: it failed)
         self.interruptions = 0  # how many times Ctrl+C (or a signal) cancelled a running job
-        self._save_error = ""  # the last write failure shown, so a full disk is not repeated every second
-        # Records shown but not yet on disk, oldest first, as (records, durable, meta): each
-        # written before anything newer (see `save_unsaved`). `_unsaved_reason` is the status
-        # row's `not saved: …`.
-        self._unsaved: list[tuple[list[Message], bool, bool]] = []
-        self._unsaved_reason = ""
-        self._saving = trio.Lock()
-        self._save_wanted = trio.Event()
+        # What was shown and could not be written yet (a full disk), written before anything newer.
+        self.backlog = SaveBacklog(conversation, self.kept, lambda text: self.emit(ErrorLine(text)), self.notice)
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""
@@ -246,7 +239,7 @@ class Lane:
         if restored := await self.kept.restore():  # typed before iota stopped: back in the queue, held
             self.notice(held_notice(restored))
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._retry_saves)
+            nursery.start_soon(self.backlog.retry)
             task_status.started()
             self.show_status()
             self.host.state(self._resting_state())  # the first report: the chat is ready
@@ -331,17 +324,16 @@ class Lane:
         await self.record([opening])  # on disk before the request is sent
         self._join([opening])
         failure: IotaError | None = None
-        if self._unsaved:  # not on disk: not sent either
-            failure = SessionError(f"not sent: the conversation could not be saved ({self._unsaved_reason}); "
-                                   "it is kept and written once a write succeeds")
+        if self.backlog.waiting:  # not on disk: not sent either
+            failure = self.backlog.not_sent()
         while failure is None:
             self._turn = turn
             try:
                 request = self.setup.request(self.conversation.messages, toolbox)
                 # Ctrl+C cancels the turn here, inside the job, so that what it finished can be kept.
                 with self.interruptible() as scope:
-                    await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, _Observer(self),
-                                   recorder=_Recorder(self))
+                    await run_turn(turn, self.setup.provider(), request, toolbox, self.approvals, TurnObserver(self),
+                                   recorder=TurnRecorder(self))
                 if scope.cancelled_caught:
                     await self.record(turn.interrupt())
             except ContextTooLong as error:
@@ -383,61 +375,16 @@ class Lane:
         return None
 
     async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
-        """Write records to the session as they happen (the agent loop's `TurnRecorder`), shielded:
-        a write that must not be torn. A failed write is shown, naming what was not written."""
+        """Write records to the session as they happen (through the agent loop's recorder, actors.turn_watch), shielded:
+        a write that must not be torn. A failed write is shown, and what it did not write waits in
+        the backlog (actors.save_backlog)."""
         if not records:
             return
         if not self.conversation.saving:  # nothing is kept: a typed message is done with once sent
             await self.kept.sent(typed_ids(records))
             return
-        self._unsaved.append((records, durable, meta))
-        await self.save_unsaved()
-
-    async def save_unsaved(self) -> None:
-        """Write what is waiting, oldest first, until a write fails (shown once, until a write
-        succeeds again). Shielded: a write must not be torn."""
-        with trio.CancelScope(shield=True):
-            async with self._saving:
-                await self._write_waiting()
+        await self.backlog.add(records, durable=durable, meta=meta)
         self.show_status()
-
-    async def _write_waiting(self) -> None:
-        session = self.conversation.session
-        written: list[Message] = []
-        try:
-            while self._unsaved:
-                records, durable, meta = self._unsaved[0]
-                try:
-                    await trio.to_thread.run_sync(partial(self.conversation.record, records, durable=durable,
-                                                          meta=meta))
-                except MetaNotSaved:
-                    written += self._unsaved.pop(0)[0]  # the records are in the log; meta.json follows later
-                    raise
-                written += self._unsaved.pop(0)[0]
-            if session is not None and session.meta_pending:
-                await trio.to_thread.run_sync(session.write_pending_meta)
-        except SessionError as error:
-            if not self._save_error:
-                self.emit(ErrorLine(f"Save failed: {error} — kept in memory and written once a write "
-                                    "succeeds; the conversation goes on"))
-            self._save_error = str(error)
-            self._unsaved_reason = _why_unsaved(error)
-            self._save_wanted.set()
-            return
-        finally:
-            # A typed message whose record is now in the log leaves the queue file (actors.kept_queue).
-            await self.kept.sent(typed_ids(written))
-        if self._save_error:
-            self.notice("Saved again: everything shown is on disk")
-        self._save_error = self._unsaved_reason = ""
-
-    async def _retry_saves(self) -> None:
-        """While something waits to be written, try again every RETRY_SAVE_SECONDS."""
-        while True:
-            await self._save_wanted.wait()
-            self._save_wanted = trio.Event()
-            await trio.sleep(RETRY_SAVE_SECONDS)
-            await self.save_unsaved()
 
     async def keep(self, records: list[Message]) -> None:
         """Save records outside a turn (notices) and add them to the conversation."""
@@ -496,7 +443,7 @@ class Lane:
                          estimated=self.meter.estimated, running=self._running, running_since=self._running_since,
                          queued=self.inbox.queued(), queued_messages=messages,
                          held=self.inbox.held and bool(messages) and not self.busy,
-                         jobs=self._jobs_running(), debug=self.setup.debug.on, unsaved=self._unsaved_reason,
+                         jobs=self._jobs_running(), debug=self.setup.debug.on, unsaved=self.backlog.reason,
                          retry=self._retry, mode=self.approvals.mode))
 
     def _jobs_running(self) -> tuple[tuple[str, str, float], ...]:
@@ -545,63 +492,6 @@ class Lane:
         session = self.conversation.session
         if session is not None:
             self.host.session(session.id, session.dir)
-
-
-class _Observer:
-    """Turns the agent loop's progress into transcript events."""
-
-    def __init__(self, lane: Lane):
-        self.lane = lane
-
-    def on_text(self, text: str) -> None:
-        self.lane.set_running("Responding")
-        self.lane.emit(TextDelta(text))
-
-    def on_tool_start(self, call: ToolCall, target: str) -> None:
-        tool = self.lane.toolbox.get(call.name)
-        # A call that asks first shows its whole command in the question (and keeps it there, answered).
-        asks = tool is not None and tool.approval(call.arguments) is not None
-        started = tool_started(call, target, tool.display_name if tool is not None else "", asks=asks)
-        self.lane.set_running(f"{started.name} {started.target}".strip())
-        self.lane.emit(started)
-
-    def on_progress(self, call: ToolCall, text: str) -> None:
-        self.lane.set_running(text)
-        self.lane.emit(ToolProgress(call.id, text))
-
-    def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
-        self.lane.set_running("Waiting for the model")
-        # Exactly what the model reads: the screen shows its first lines, Ctrl+O all of it.
-        self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, result.is_error))
-
-
-class _Recorder:
-    """The agent loop's recorder: the lane's `record`, and a turn whose tool results (the next
-    request's news) could not be written ends there, before that request is sent."""
-
-    def __init__(self, lane: Lane):
-        self.lane = lane
-
-    async def record(self, records: list[Message], *, durable: bool = True, meta: bool = False) -> None:
-        await self.lane.record(records, durable=durable, meta=meta)
-        if self.lane._unsaved and any(record.role == TOOL for record in records):
-            raise SessionError(f"not sent: the conversation could not be saved ({self.lane._unsaved_reason}); "
-                               "it is kept and written once a write succeeds")
-
-
-def typed_ids(records: list[Message]) -> list[str]:
-    """The turn ids of the user records among `records`: those of typed messages leave the queue file."""
-    return [record.turn for record in records if record.role == USER and record.turn]
-
-
-def _why_unsaved(error: SessionError) -> str:
-    """`disk full`, or what the system said, for the status row."""
-    cause = error.__cause__
-    if isinstance(cause, OSError):
-        if cause.errno in (errno.ENOSPC, errno.EDQUOT):
-            return "disk full"
-        return (cause.strerror or str(cause)).lower()
-    return "write failed"
 
 
 def _ping_text(turn: Turn) -> str:

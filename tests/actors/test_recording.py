@@ -187,8 +187,8 @@ async def test_on_a_full_disk_what_was_shown_is_kept_in_order_and_nothing_unsave
 
 async def test_what_a_full_disk_kept_is_written_by_the_timer_with_nothing_typed(
         open_lane, fake_model, session, monkeypatch):
-    from actors import lane as lane_module
-    monkeypatch.setattr(lane_module, "RETRY_SAVE_SECONDS", 0.05)
+    from actors import save_backlog
+    monkeypatch.setattr(save_backlog, "RETRY_SAVE_SECONDS", 0.05)
     fake_model.reply("first answer")
     async with open_lane(Conversation(session=session)) as chat:
         failing_writes(monkeypatch, "/messages.jsonl")
