@@ -2,9 +2,10 @@
 
 Runs the real `iota` command against the project's fake model server (tests/support/fake_model.py,
 on 127.0.0.1) with an OpenAI-compatible model and with an Anthropic model, beside `python -c pass`
-(the interpreter's own floor), the cases taking turns run by run (interleaved). Prints min /
-median / max of the wall time and of the peak RSS, then the ratios issue 21 sets goals for:
-Anthropic over OpenAI-compatible, and each over the peers.
+(the interpreter's own floor) and `python -c "import httpx"` (the floor of any Python client that
+talks HTTP: issue 32's yardstick), the cases taking turns run by run (interleaved). Prints min /
+median / max of the wall time and of the peak RSS, then the ratios issues 21 and 32 set goals for:
+Anthropic over OpenAI-compatible, each over the `import httpx` floor, and each over the peers.
 
 Peers: Codex and Claude Code are not needed. By default iota is compared with the figures issue 21
 measured on the same kind of 2-core machine against the same fake (Codex native `codex exec`:
@@ -38,6 +39,8 @@ from benchmarks.figures import (SPREAD_HEADER, environment_without_keys, interle
 from tests.support.fake_model import FakeModel  # noqa: E402
 
 OPENAI, ANTHROPIC = "iota run (openai) -m", "iota run (anthropic) -m"
+HTTPX_FLOOR = 'python -c "import httpx"'
+HTTPX_FLOOR_GOAL = "≤ 2.0x"  # issue 32
 # Issue 21's side-by-side run (9 interleaved rounds, the same fake): median seconds, peak MiB, the goal.
 RECORDED_PEERS = {"Codex native (codex exec)": (0.54, 148, "≤ 1.0x"), "claude -p": (1.12, 300, "≤ 0.5x")}
 PEAK_GOAL_MIB = 50
@@ -72,6 +75,7 @@ def main() -> None:
             "agents:\n  gpt: {model: gpt}\n  claude: {model: claude}\n")
         iota_env = environment_without_keys(home)
         cases = {"python -c pass": ([sys.executable, "-c", "pass"], iota_env),
+                 HTTPX_FLOOR: ([sys.executable, "-c", "import httpx"], iota_env),
                  OPENAI: ([iota, "run", "gpt", "-m", "hi"], iota_env),
                  ANTHROPIC: ([iota, "run", "claude", "-m", "hi"], iota_env)}
         peers = dict(peer_case(option, model) for option in args.peer)
@@ -96,6 +100,8 @@ def main() -> None:
     mib = {name: statistics.median(values) for name, values in peaks.items()}
     print("\nratios of the medians")
     print(ratio("anthropic over openai-compatible, wall time", seconds[ANTHROPIC], seconds[OPENAI], "≤ 1.1x"))
+    for case in (OPENAI, ANTHROPIC):
+        print(ratio(f"{case} over the import httpx floor", seconds[case], seconds[HTTPX_FLOOR], HTTPX_FLOOR_GOAL))
     compared = dict(RECORDED_PEERS)
     compared.update({name: (seconds[name], mib[name], "") for name in peers})
     for peer, (peer_seconds, peer_mib, goal) in compared.items():

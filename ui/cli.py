@@ -25,17 +25,21 @@ from pathlib import Path
 from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
 from iota.tools.modes import MODES
-from ui.commands.bots import add_bots_parser
-from ui.commands.mcp import add_mcp_parser
-from ui.commands.search import add_search_parser
-from ui.commands.sessions import add_sessions_parser
+
+COMMANDS = ("run", "resume", "list", "sessions", "config", "mcp", "search", "bots", "version")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only` set the top level and that one command: argparse
+    builds a parser in about a tenth of a millisecond per option (each help text goes through
+    gettext), and the whole tree of commands costs 15–20 ms a headless turn does not need."""
     parser = argparse.ArgumentParser(prog="iota", description="A terminal AI agent.")
     parser.add_argument("-V", "--version", action="version", version=f"iota {__version__}")
     parser.add_argument("-c", "--config", type=Path, help="read this config file alone")
     commands = parser.add_subparsers(dest="command")
+
+    def wanted(command: str) -> bool:
+        return only is None or only == command
 
     def add_chat_flags(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("-m", "--message", help="send one message headless and print the reply (- reads stdin)")
@@ -49,31 +53,48 @@ def build_parser() -> argparse.ArgumentParser:
                          "auto-edit (file changes without asking) or plan (read-only)")
         sub.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS, help="read this config file alone")
 
-    run = commands.add_parser("run", help="start a chat with an agent")
-    run.add_argument("agent", nargs="?", default="default")
-    add_chat_flags(run)
-    resume = commands.add_parser("resume", help="reopen a saved session")
-    resume.add_argument("id", nargs="?")
-    resume.add_argument("--fork", action="store_true", help="continue in a new session under this one, from its context")
-    resume.add_argument("--all", action="store_true", help="archived sessions too")
-    add_chat_flags(resume)
+    if wanted("run"):
+        run = commands.add_parser("run", help="start a chat with an agent")
+        run.add_argument("agent", nargs="?", default="default")
+        add_chat_flags(run)
+    if wanted("resume"):
+        resume = commands.add_parser("resume", help="reopen a saved session")
+        resume.add_argument("id", nargs="?")
+        resume.add_argument("--fork", action="store_true",
+                            help="continue in a new session under this one, from its context")
+        resume.add_argument("--all", action="store_true", help="archived sessions too")
+        add_chat_flags(resume)
+    if wanted("list"):
+        listing = commands.add_parser("list", help="list agents, models, providers or sessions")
+        listing.add_argument("what", nargs="?", default="agents",
+                             choices=("agents", "models", "providers", "sessions"))
+        listing.add_argument("agent", nargs="?", help="with models: the models this agent can use")
+        listing.add_argument("--tree", action="store_true",
+                             help="with sessions: as a tree, children under their parent")
+        listing.add_argument("--all", action="store_true", help="with sessions: archived sessions too")
+        listing.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
+    if wanted("sessions"):
+        from ui.commands.sessions import add_sessions_parser
 
-    listing = commands.add_parser("list", help="list agents, models, providers or sessions")
-    listing.add_argument("what", nargs="?", default="agents", choices=("agents", "models", "providers", "sessions"))
-    listing.add_argument("agent", nargs="?", help="with models: the models this agent can use")
-    listing.add_argument("--tree", action="store_true", help="with sessions: as a tree, children under their parent")
-    listing.add_argument("--all", action="store_true", help="with sessions: archived sessions too")
-    listing.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
-    add_sessions_parser(commands)
+        add_sessions_parser(commands)
+    if wanted("config"):
+        config = commands.add_parser("config", help="check, locate or create the config file")
+        config.add_argument("action", nargs="?", default="check", choices=("check", "path", "init"))
+        config.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
+    if wanted("mcp"):
+        from ui.commands.mcp import add_mcp_parser
 
-    config = commands.add_parser("config", help="check, locate or create the config file")
-    config.add_argument("action", nargs="?", default="check", choices=("check", "path", "init"))
-    config.add_argument("-c", "--config", type=Path, default=argparse.SUPPRESS)
+        add_mcp_parser(commands)
+    if wanted("search"):
+        from ui.commands.search import add_search_parser
 
-    add_mcp_parser(commands)
-    add_search_parser(commands)
-    add_bots_parser(commands)
-    commands.add_parser("version", help="print the version")
+        add_search_parser(commands)
+    if wanted("bots"):
+        from ui.commands.bots import add_bots_parser
+
+        add_bots_parser(commands)
+    if wanted("version"):
+        commands.add_parser("version", help="print the version")
     return parser
 
 
@@ -107,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    """The command line; a bare `iota` with `iota run`'s flags (`iota --no-save`) is `iota run`."""
-    parser = build_parser()
+    """The command line; a bare `iota` with `iota run`'s flags (`iota --no-save`) is `iota run`.
+    A command line that starts with its command (`iota run coder -m …`) is read by a parser of
+    that command alone, which reads it the same: the top level's options come before the command."""
+    parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command is None:
         return parser.parse_args(["run", *argv])
@@ -152,7 +175,7 @@ def dispatch(args: argparse.Namespace) -> int:
         return sessions_command(args)
     if command == "run" and not hasattr(args, "agent"):
         # A bare `iota`: run agents.default with no flags.
-        args = build_parser().parse_args(["run", *(["-c", str(args.config)] if args.config else [])])
+        args = build_parser(only="run").parse_args(["run", *(["-c", str(args.config)] if args.config else [])])
     from ui.commands.run import run_command  # the chat's imports are not paid by `iota list`
 
     return run_command(args)

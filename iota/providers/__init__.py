@@ -24,10 +24,20 @@ tenth. `await provider.aclose()` closes the pool (not part of the `Provider` pro
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Callable
 
 from iota.errors import ConfigError
 from iota.providers.base import CONNECT_SECONDS, RAW_ARGUMENTS_KEY, STALL_SECONDS, Provider, Reply, Request, Timeouts, ToolSpec
+
+# httpx's package imports its own command-line tool (`httpx._main`), which imports click and
+# pygments when they are installed (the mcp package installs click): about 10 ms of every start,
+# a third of httpx's import, for a tool iota never runs. A None in sys.modules makes that one
+# import fail, and httpx falls back to a stub `main` of its own (its `except ImportError`). Every
+# httpx import in iota is under this package, so this runs first; the `httpx` command is
+# untouched (another process).
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
 
 PROVIDER_TYPES = ("anthropic", "openai", "openresponses", "gemini", "bedrock", "vertex")
 
