@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 import trio
 
@@ -31,13 +31,15 @@ from iota.config.instructions import read_instructions
 from iota.mcp.servers import servers_for_run
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
-from iota.sessions.bundle import Session
 from iota.providers.base import Provider, Request
 from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
 from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
 from iota.tools.skills import LoadSkill
 from iota.skills import discover, Skill
+
+if TYPE_CHECKING:  # a headless turn saves nothing: the session modules load when a chat makes one
+    from iota.sessions.bundle import Session
 
 
 @dataclass
@@ -102,6 +104,8 @@ class ChatSetup:
                     bucket: Path | None = None) -> Session:
         """A session for this chat (under `parent` in the tree, for a fork), written at its first
         append; in `bucket` when given (a helper's run goes beside its caller's session)."""
+        from iota.sessions.bundle import Session
+
         return Session.new(bucket or self.sessions_bucket(), **self.model.meta_fields(), cwd=str(self.project_root),
                            agent=self.agent.name, title=title, parent=parent)
 

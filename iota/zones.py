@@ -9,9 +9,12 @@ timestamps.)
 from __future__ import annotations
 
 from datetime import datetime, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING
 
 from iota.errors import ToolError
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 
 class ZoneError(ToolError):
@@ -27,6 +30,10 @@ def wall_time(naive: datetime, zone: tzinfo) -> datetime:
 def zone_named(name: object, what: str = "timezone") -> ZoneInfo:
     if not isinstance(name, str) or not name.strip():
         raise ZoneError(f"{what} must be an IANA time zone name such as Europe/Berlin")
+    # zoneinfo loads on the first zone named: the config imports this module on every start, and
+    # most configs name none (2 ms of a headless turn).
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError):

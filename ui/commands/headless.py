@@ -24,7 +24,6 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
-from iota.titles import fallback_title
 from iota.tools.base import ApprovalRequest
 from iota.tools.modes import ASK, PLAN, PLAN_NOTICE
 from ui.widgets.controls import escape_controls
@@ -65,6 +64,8 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
             try:
                 bundle.append([Message(USER, content=message), *turn.messages])
                 if not bundle.meta.get("title"):  # a -m run makes no title pass: the opening words name it
+                    from iota.titles import fallback_title
+
                     bundle.update_meta(touch=False, title=fallback_title([*history, Message(USER, content=message)]))
             except SessionError as error:
                 print(f"Warning: the turn was not saved: {error}", file=sys.stderr)

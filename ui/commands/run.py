@@ -27,7 +27,6 @@ from pathlib import Path
 from iota import __version__
 from iota.errors import IotaError
 from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
-from ui.first_frame import FirstFrame
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -65,6 +64,8 @@ def run_command(args: argparse.Namespace) -> int:
     # urwid load behind a first frame of plain ANSI (ui.first_frame).
     _write_starter_if_first_run(args)
     _refuse_before_the_screen(args)
+    from ui.first_frame import FirstFrame  # the terminal's side of the chat: a -m turn has none
+
     frame = FirstFrame.draw(__version__)
     try:
         from ui.commands.interactive import run_interactive
