@@ -22,6 +22,7 @@ from typing import Callable
 
 import trio
 
+from actors.commands import command_and_argument
 from actors.events import (CancelInnermost, CycleMode, Focus, Hint, Interrupt, Leave, ListFiles, LoadOlder,
                            SendQueued, Submit, TakeBackQueued, TakenBack)
 from actors.lane import Command, Lane
@@ -81,10 +82,3 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
             switch_mode(lane, next_mode(lane.approvals.mode))
         elif isinstance(item, ListFiles) and lane.listing is not None:
             lane.listing.want()
-
-
-def command_and_argument(text: str) -> tuple[str, str]:
-    """`/name` and its argument: the first word, up to a space or a new line, and the rest (a
-    draft for `/edit` keeps its lines)."""
-    name, *rest = text.split(maxsplit=1) or [""]
-    return name, rest[0].strip() if rest else ""

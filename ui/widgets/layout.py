@@ -58,7 +58,7 @@ import urwid
 from actors.events import (Ask, CancelInnermost, Choose, ComposerText, CycleMode, Focus, Hint, Interrupt, JobsUpdate,
                            JobsView, Leave, ListFiles, LoadOlder, Older, OpenTasks, ProjectFiles, SendQueued,
                            SlashCommands, Status, Submit, TakeBackQueued, TakenBack, TurnEnded, UserEcho)
-from actors.input import command_and_argument
+from actors.commands import command_and_argument
 from ui.widgets.chooser import Chooser
 from ui.widgets.composer import Composer, SlashSuggestions
 from ui.widgets.jobs import JobsBrowser
