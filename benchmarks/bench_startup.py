@@ -8,7 +8,9 @@ the project's fake model server (tests/support/fake_model.py, on 127.0.0.1), and
 `capture-pane` as fast as tmux answers:
 
     drawn   from starting the pane until the card (`ι> iota`) and the composer prompt `❯` are
-            on the screen
+            on the screen (the plain first frame of ui.first_frame, drawn before trio and urwid load)
+    urwid   from the same start until urwid's first draw is on the screen: the card in its frame
+            (`╭`) with the composer — the real screen, where every key works
     keys    from the same start until a character typed as soon as the prompt was drawn is
             echoed in the composer: the moment the chat really accepts keys
     early   whether a letter typed right after the pane started (long before the first screen)
@@ -25,11 +27,13 @@ for these cases:
     tmux baseline         `sh -c "printf card+prompt; cat"`: what starting tmux and polling cost alone
     imports floor         python importing what the chat imports before its first screen
                           (`import ui.commands.interactive`), then printing a card and a prompt
+    trio+urwid floor      python importing trio and urwid alone, then printing a framed card and a
+                          prompt: the floor of urwid's first draw (issue 32's yardstick)
     iota run (anthropic)  an agent-mode chat (code and shell tools) on a new session, Anthropic model
     iota run (openai)     the same agent on an OpenAI-compatible model
     iota resume           the Anthropic agent resuming a session of 10,000 records compacted down to 40
 
-The baseline and the floor are measured for drawn and keys only. Min / median / max of N runs
+The baseline and the floors are measured for drawn, urwid and keys only. Min / median / max of N runs
 (default 7) are printed, then the ratios issue 21 sets goals for. The cases are interleaved run
 by run, so a busy moment of the machine hits them alike. HOME is a temporary directory deleted
 afterwards.
@@ -74,8 +78,12 @@ REPLY = "The fake model answers turn {}."  # numbered: a resumed chat shows the 
 ANTHROPIC, OPENAI, RESUME = "iota run (anthropic)", "iota run (openai)", f"iota resume ({RECORDS:,} records)"
 # What the chat must import before it can draw anything (ui.commands.interactive brings trio, urwid,
 # pydantic and the actors), then a card and a prompt; the terminal itself echoes the key.
-FLOOR = ("import ui.commands.interactive, time; print('ι> iota\\n' + '─' * 20); print('❯ ', end='', flush=True); "
+FLOOR = ("import ui.commands.interactive, time; print('╭\\nι> iota\\n' + '─' * 20); print('❯ ', end='', flush=True); "
          "time.sleep(60)")
+URWID_FLOOR = ("import trio, urwid, time; print('╭\\nι> iota\\n' + '─' * 20); print('❯ ', end='', flush=True); "
+               "time.sleep(60)")
+URWID_FLOOR_CASE = "trio+urwid floor"
+FRAMED = "╭"  # urwid's card has a frame; the first frame's plain card has none
 # The composer row: the prompt at the start of a line right under a rule (the transcript's own
 # `❯ ` marks, in a resumed chat's echo, are not under a rule).
 COMPOSER = re.compile(r"^─{10,}\n❯ ?(.*)$", re.MULTILINE)
@@ -98,6 +106,7 @@ class Case:
     argv: list[str]
     iota: bool = True     # the floors are measured for drawn and keys only
     drawn: list[float] = field(default_factory=list)
+    urwid: list[float] = field(default_factory=list)
     keys: list[float] = field(default_factory=list)
     turn: list[float] = field(default_factory=list)
     early_kept: list[bool] = field(default_factory=list)
@@ -122,6 +131,21 @@ def wait_for(terminal: Terminal, ready, started: float, what: str) -> tuple[floa
             return now - started, screen
         if now - started > TIMEOUT:
             raise SystemExit(f"{what} did not appear within {TIMEOUT}s; the screen:\n{screen}")
+
+
+def first_seen(terminal: Terminal, tests: dict, started: float) -> dict[str, tuple[float, str]]:
+    """Poll the screen until each of `tests` (name: ready(screen)) has held once; per name, the
+    seconds from `started` to the first capture that saw it, and that screen."""
+    seen: dict[str, tuple[float, str]] = {}
+    while len(seen) < len(tests):
+        screen = terminal.capture()
+        now = time.perf_counter()
+        seen.update({name: (now - started, screen) for name, ready in tests.items()
+                     if name not in seen and ready(screen)})
+        if now - started > TIMEOUT:
+            raise SystemExit(f"{', '.join(sorted(set(tests) - set(seen)))} did not appear within {TIMEOUT}s; "
+                             f"the screen:\n{screen}")
+    return seen
 
 
 def command_pid(terminal: Terminal, argv: list[str]) -> int:
@@ -154,9 +178,11 @@ def measure(case: Case, terminals: Terminals, replies: Replies, env: dict[str, s
             terminal.type(EARLY)
         drawn, _ = wait_for(terminal, lambda s: CARD in s and composer_text(s) is not None, started, "the composer")
         terminal.type(PROBE)
-        keys, screen = wait_for(terminal, lambda s: (composer_text(s) or "").endswith(PROBE), started,
-                                "the typed character")
+        seen = first_seen(terminal, {"keys": lambda s: (composer_text(s) or "").endswith(PROBE),
+                                     "urwid": lambda s: FRAMED in s and composer_text(s) is not None}, started)
+        (keys, screen), (urwid, _) = seen["keys"], seen["urwid"]
         case.drawn.append(drawn)
+        case.urwid.append(urwid)
         case.keys.append(keys)
         if not case.iota:  # the others are simply killed
             return
@@ -210,7 +236,8 @@ def record(i: int) -> Message:
 
 
 def report(cases: list[Case], runs: int) -> None:
-    figures = (("first screen drawn, ms", "drawn", 1e3, 0), ("keys accepted, ms", "keys", 1e3, 0),
+    figures = (("first screen drawn, ms", "drawn", 1e3, 0), ("urwid's first draw, ms", "urwid", 1e3, 0),
+               ("keys accepted, ms", "keys", 1e3, 0),
                ("first turn: Enter to the reply on screen, ms", "turn", 1e3, 0),
                (f"peak memory, {IDLE_SECONDS:.0f} s idle after the keys, MiB", "idle_kib", 1 / 1024, 1),
                (f"peak memory, {IDLE_SECONDS:.0f} s idle after the turn, MiB", "turned_kib", 1 / 1024, 1),
@@ -227,13 +254,17 @@ def report(cases: list[Case], runs: int) -> None:
         if case.iota:
             print(f"  {case.name:46} kept {sum(case.early_kept)} of {len(case.early_kept)}   (goal: all)")
 
-    median = {case.name: {name: statistics.median(values) for name in ("drawn", "keys", "turn", "idle_kib", "turned_kib")
+    median = {case.name: {name: statistics.median(values) for name in ("drawn", "urwid", "keys", "turn", "idle_kib",
+                                                                       "turned_kib")
                           if (values := getattr(case, name))} for case in cases}
     anthropic, openai, resume = (median[name] for name in (ANTHROPIC, OPENAI, RESUME))
     print("\nratios of the medians")
     print(ratio("anthropic over openai-compatible, first screen", anthropic["drawn"], openai["drawn"]))
     print(ratio("anthropic over openai-compatible, first turn", anthropic["turn"], openai["turn"]))
     print(ratio("resume over a new chat, first screen", resume["drawn"], anthropic["drawn"]))
+    floor = median[URWID_FLOOR_CASE]["urwid"]
+    for case in (ANTHROPIC, OPENAI, RESUME):
+        print(ratio(f"{case}: urwid's first draw over the trio+urwid floor", median[case]["urwid"], floor))
     print(f"  first anthropic turn: {anthropic['turn']:.2f} s   (goal ≤ 0.3 s; Claude Code 0.23 s in issue 21)")
     for case in (ANTHROPIC, OPENAI):
         print(f"  {case} peak memory, idle before / after the first turn: {median[case]['idle_kib'] / 1024:.1f} / "
@@ -272,6 +303,7 @@ def main() -> None:
         cases = [
             Case("tmux baseline", ["sh", "-c", f"printf '{CARD}\\n{'─' * 20}\\n❯ '; exec cat"], iota=False),
             Case("imports floor", [sys.executable, "-c", FLOOR], iota=False),
+            Case(URWID_FLOOR_CASE, [sys.executable, "-c", URWID_FLOOR], iota=False),
             Case(ANTHROPIC, [iota, "run", "coder"]),
             Case(OPENAI, [iota, "run", "coder-oa"]),
             Case(RESUME, [iota, "resume", session_id]),
