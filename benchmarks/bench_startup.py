@@ -301,7 +301,7 @@ def main() -> None:
         session_id = build_compacted_session(project)
         env = environment_without_keys(home)
         cases = [
-            Case("tmux baseline", ["sh", "-c", f"printf '{CARD}\\n{'─' * 20}\\n❯ '; exec cat"], iota=False),
+            Case("tmux baseline", ["sh", "-c", f"printf '{FRAMED}\\n{CARD}\\n{'─' * 20}\\n❯ '; exec cat"], iota=False),
             Case("imports floor", [sys.executable, "-c", FLOOR], iota=False),
             Case(URWID_FLOOR_CASE, [sys.executable, "-c", URWID_FLOOR], iota=False),
             Case(ANTHROPIC, [iota, "run", "coder"]),
