@@ -36,7 +36,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="iota", description="A terminal AI agent.")
     parser.add_argument("-V", "--version", action="version", version=f"iota {__version__}")
     parser.add_argument("-c", "--config", type=Path, help="read this config file alone")
-    commands = parser.add_subparsers(dest="command")
+    # The usage names every command even when one alone is built (an unknown option after
+    # `iota run` is reported with the top level's usage).
+    commands = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
 
     def wanted(command: str) -> bool:
         return only is None or only == command
