@@ -9,13 +9,18 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def fake_home(tmp_path_factory, monkeypatch):
+def fake_home(tmp_path_factory):
+    """The test's own HOME. Set with a MonkeyPatch of its own, not the test's `monkeypatch`: a test
+    that calls `monkeypatch.undo()` to put its own patches back must not put the real HOME back
+    with them (one did, and its next bot start wrote ~/.iota in the real home directory)."""
     home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "IOTA_SHELL", "HERDR_ENV", "HERDR_PANE_ID",
-                "HERDR_SOCKET_PATH", "CMUX_SURFACE_ID", "TMUX", "NO_COLOR"):
-        monkeypatch.delenv(var, raising=False)
-    return home
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "IOTA_SHELL", "HERDR_ENV", "HERDR_PANE_ID",
+                    "HERDR_SOCKET_PATH", "CMUX_SURFACE_ID", "TMUX", "NO_COLOR"):
+            patch.delenv(var, raising=False)
+        yield home
+
 
 
 def pytest_addoption(parser):
