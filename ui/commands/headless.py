@@ -21,6 +21,7 @@ from iota.config import entries, settings
 from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
+from iota.memory.agent import agent_memory
 from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
@@ -49,6 +50,11 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
                              mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)
         setup.host_lines = host_lines(detect(os.environ))
+        if setup.mode == "agent":  # its own memory, scoped by the session resumed (None: a plain -m run)
+            memory, warnings = agent_memory(agent.name, setup.project_root, bundle)
+            for warning in warnings:
+                print(f"Warning: {warning}", file=sys.stderr)
+            setup.memory_block = memory.prompt()
         setup.provider()  # a missing key is reported before anything starts
         history = [m for m in bundle.view.messages if m.role != SYSTEM] if bundle else []
         stored = [m.content for m in bundle.view.messages if m.role == SYSTEM] if bundle else []
