@@ -29,7 +29,8 @@ from actors.editor import run_editor
 from actors.events import Panel
 from actors.lane import Lane
 from iota.chat import ChatSetup
-from iota.memory.agent import AgentMemory, session_name
+from iota.memory.agent import AgentMemory
+from iota.memory.scope import session_name
 from iota.memory.layers import BotMemory
 from iota.bots.summary import SUMMARY_NAME, read_summary, summary_path
 from iota.memory.kinds import MEMORY_DIR

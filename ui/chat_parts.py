@@ -43,7 +43,8 @@ from iota.errors import IotaError, SessionLocked
 from iota.hosts import detect, host_lines
 from iota.mcp.servers import servers_for_run
 from iota.prompt import agents_files
-from iota.memory.agent import AgentMemory, agent_dir, session_name
+from iota.memory.agent import AgentMemory, agent_dir
+from iota.memory.scope import session_name
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, lock_bundle
@@ -201,7 +202,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     bots.check_bot(setup.agent, setup.model)
     start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
     cleanup.callback(start.close)
-    memory = bots.bot_memory(start.name, loaded, setup.project_root)
+    memory = bots.bot_memory(start.name, loaded, setup.project_root, session_name(start.session))
     watcher = MemoryWatcher(setup, memory)
     warnings = [*start.warnings, *watcher.refresh_memory()]
     session = start.session

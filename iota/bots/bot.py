@@ -55,6 +55,7 @@ from iota.errors import BotError, SessionError
 from iota.memory.document import go_quote
 from iota.memory.file import ensure_memory
 from iota.memory.layers import BotMemory
+from iota.memory.scope import SessionName
 from iota.messages import SYSTEM, Message
 from iota.paths import bots_dir, sessions_dir
 from iota.sessions.bundle import Session, parse_stamp, write_atomically
@@ -208,14 +209,15 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         raise
 
 
-def bot_memory(name: str, config: Config, project_root: Path) -> BotMemory:
+def bot_memory(name: str, config: Config, project_root: Path, session: SessionName | None = None) -> BotMemory:
     """Bot `name`'s memory in all its layers, for a chat in `project_root`: its own files, those of
     every bot its `inherit:` reaches (their names checked as its own is: each becomes a directory
-    under ~/.iota/bots), and global memory."""
+    under ~/.iota/bots), and global memory. `session` is its one conversation, for files scoped
+    by session."""
     inherits = inheritance.inherited_bots(config.agents, name)
     for inherited in inherits:
         _check_name(inherited)
-    return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits)
+    return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits, session=session)
 
 
 def lock_bot(name: str, directory: Path) -> locking.HeldLock:

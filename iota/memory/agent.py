@@ -27,7 +27,7 @@ from iota import paths
 from iota.memory.kinds import MEMORY_DIR
 from iota.memory.file import MemoryFile
 from iota.memory.layers import OWN, BotMemory, FileView, Source, ordered_files, read_view
-from iota.memory.scope import SessionName
+from iota.memory.scope import SessionName, session_name
 from iota.sessions.bundle import Session
 
 AGENT_PREAMBLE = """\
@@ -39,14 +39,6 @@ your mission."""
 
 def agent_dir(name: str) -> Path:
     return paths.app_home() / "agents" / name
-
-
-def session_name(session: Session | None) -> SessionName | None:
-    """The session a chat writes as memory scopes see it; None for a chat that is not saved."""
-    if session is None:
-        return None
-    title = session.meta.get("title")
-    return SessionName(session.id, title if isinstance(title, str) else "")
 
 
 def agent_memory(name: str, project_root: Path, session: Session | None) -> tuple[AgentMemory, list[str]]:
@@ -62,9 +54,8 @@ class AgentMemory(BotMemory):
     preamble = AGENT_PREAMBLE
 
     def __init__(self, agent: str, directory: Path, *, project_root: Path, session: SessionName | None = None):
-        super().__init__(agent, directory, project_root=project_root)
+        super().__init__(agent, directory, project_root=project_root, session=session)
         self.files: dict[str, MemoryFile] = {}   # nothing the model writes
-        self.session = session
 
     def follow(self, session: SessionName | None) -> bool:
         """The chat now writes `session`; True when that changes which session the scopes see, and

@@ -138,8 +138,9 @@ class BotMemory:
     preamble = LAYERS_PREAMBLE
 
     def __init__(self, bot: str, bot_dir: Path, *, project_root: Path, inherits: tuple[str, ...] = (),
-                 global_dir: Path | None = None):
+                 global_dir: Path | None = None, session: SessionName | None = None):
         self.bot = bot
+        self.session = session   # the session it writes, for the files' session scopes
         self.bot_dir = Path(bot_dir)
         self.project = Path(project_root)
         self.inherits = tuple(inherits)
@@ -213,7 +214,7 @@ class BotMemory:
         """A copy that has read every file now, leaving what the prompt carries alone: what the
         next request would send, for `/memory`."""
         copy = BotMemory(self.bot, self.bot_dir, project_root=self.project, inherits=self.inherits,
-                         global_dir=self.global_dir)
+                         global_dir=self.global_dir, session=self.session)
         copy.refresh()
         return copy
 
@@ -248,7 +249,7 @@ class BotMemory:
     def _read(self, source: Source) -> FileView:
         if source.layer == OWN and source.memory_md:
             return self._read_main(source)
-        view = read_view(source, self.bot, self.project)
+        view = read_view(source, self.bot, self.project, self.session)
         writer = self._writer_of(source)
         if writer is not None:
             writer.seen(view.stamp)

@@ -15,9 +15,9 @@ where it goes out:
 Each key takes one glob pattern or a list of them. A project pattern is matched against the
 project's directory name and against its absolute path, and applies when either matches; a bot
 pattern against the bot's name; a session pattern against the session's id and against its
-title, and applies when either matches (a chat that is not saved has neither: no session
-pattern matches it, so a file with `include-session` is not sent there, nor in a bot, whose one
-conversation these keys are not for). Matching is Python's `fnmatch.fnmatchcase`: `*` is any run of
+title, and applies when either matches (a bot's one conversation is a session too; a chat that
+is not saved has neither: no session pattern matches it, so a file with `include-session` is
+not sent there). Matching is Python's `fnmatch.fnmatchcase`: `*` is any run of
 characters (`/` included, so `/work/*` covers every depth below /work), `?` one character,
 `[abc]`/`[!abc]` one of a set; case counts, on every system. A pattern starting with `~` has it
 expanded to the home directory first. Without an include key a file applies everywhere; a key
@@ -109,6 +109,15 @@ class SessionName:
 
     def __str__(self) -> str:
         return f"session {self.id}" + (f" ({go_quote(self.title)})" if self.title else "")
+
+
+def session_name(session) -> SessionName | None:
+    """The session a chat writes (an iota.sessions.bundle.Session) as session patterns see it;
+    None for a chat that is not saved."""
+    if session is None:
+        return None
+    title = session.meta.get("title")
+    return SessionName(session.id, title if isinstance(title, str) else "")
 
 
 def project_matches(pattern: str, project: Path) -> bool:
