@@ -43,7 +43,7 @@ from iota.errors import IotaError, SessionLocked
 from iota.hosts import detect, host_lines
 from iota.mcp.servers import servers_for_run
 from iota.prompt import agents_files
-from iota.memory.agent import AgentMemory, agent_dir
+from iota.memory.agent import agent_memory
 from iota.memory.scope import session_name
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
@@ -181,8 +181,7 @@ def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | No
     if session is None and not (args.no_save or setup.agent.no_save):
         session = setup.new_session()
     # An agent's own memory (`~/.iota/agents/<name>/memory`), scoped by the session it writes.
-    memory = (AgentMemory(setup.agent.name, agent_dir(setup.agent.name), project_root=setup.project_root,
-                          session=session_name(session)) if setup.mode == "agent" else None)
+    memory = agent_memory(setup.agent.name, setup.project_root, session) if setup.mode == "agent" else None
     watcher = MemoryWatcher(setup, memory)
     warnings = watcher.refresh_memory()
     if session is not None and session.on_disk:

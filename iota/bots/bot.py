@@ -57,7 +57,7 @@ from iota.memory.file import ensure_memory
 from iota.memory.layers import BotMemory
 from iota.memory.scope import SessionName
 from iota.messages import SYSTEM, Message
-from iota.paths import bots_dir, sessions_dir
+from iota.paths import bots_dir, is_directory_name, sessions_dir
 from iota.sessions.bundle import Session, parse_stamp, write_atomically
 from iota.sessions.listing import is_bundle, list_sessions
 from iota.sessions.log import json_bytes
@@ -71,7 +71,6 @@ MIN_CONTEXT_WINDOW = 32_000
 # Away this long or more, the bot is told how long it has been.
 AWAY_NOTICE_SECONDS = 3600
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # A session id in a pointer becomes a path under the sessions dir: nothing but letters and
 # digits may reach it, or a hand-edited pointer could name a directory outside it.
 _SESSION_ID = re.compile(r"[0-9A-Za-z]+")
@@ -120,7 +119,7 @@ def bot_dir(name: str) -> Path:
 
 
 def _check_name(name: str) -> None:
-    if not _NAME.fullmatch(name):
+    if not is_directory_name(name):
         raise BotError(f'bot name {go_quote(name)} must be letters, digits, ".", "_" or "-", at most 64 '
                        "characters, starting with a letter or digit")
 
@@ -387,7 +386,7 @@ def _owned_sessions(context: Callable[[str], str]) -> Iterator[tuple[str, str]]:
     """(bot name, session id) of every bot that has a session; `context(reason)` starts the error
     for a pointer that cannot be read."""
     try:
-        directories = sorted(entry for entry in bots_dir().iterdir() if entry.is_dir() and _NAME.fullmatch(entry.name))
+        directories = sorted(entry for entry in bots_dir().iterdir() if entry.is_dir() and is_directory_name(entry.name))
     except OSError:
         return
     for directory in directories:

@@ -37,15 +37,19 @@ them (/memory). memory/SOUL.md is your persona and working style, memory/USER.md
 your mission."""
 
 
-def agent_dir(name: str) -> Path:
-    return paths.app_home() / "agents" / name
+def agent_dir(name: str) -> Path | None:
+    """`~/.iota/agents/<name>`, or None for a name that cannot be one directory there (an agent
+    entry named `../bots/main` must not read a bot's memory): such an agent has no memory."""
+    return paths.app_home() / "agents" / name if paths.is_directory_name(name) else None
 
 
-def agent_memory(name: str, project_root: Path, session: Session | None) -> tuple[AgentMemory, list[str]]:
-    """Agent `name`'s memory read for a chat in `project_root` writing `session`, and the
-    warnings to show (a file over its cap, unreadable, leading out of the directory)."""
-    memory = AgentMemory(name, agent_dir(name), project_root=project_root, session=session_name(session))
-    return memory, memory.refresh()
+def agent_memory(name: str, project_root: Path, session: Session | None) -> AgentMemory | None:
+    """Agent `name`'s memory for a chat in `project_root` writing `session`, not read yet; None
+    when its name cannot be a directory."""
+    directory = agent_dir(name)
+    if directory is None:
+        return None
+    return AgentMemory(name, directory, project_root=project_root, session=session_name(session))
 
 
 class AgentMemory(BotMemory):

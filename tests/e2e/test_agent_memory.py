@@ -128,3 +128,17 @@ def test_agents_show_lists_the_files_sizes_and_scopes(iota):
     assert f"No memory files. Every *.md file in {memory} goes out" in empty.stdout
     unknown = iota("agents", "show", "nobody")
     assert unknown.returncode == 1 and 'Error: unknown agent "nobody" (agents: coder, plain)' in unknown.stderr
+
+
+def test_an_agent_named_like_a_path_reads_no_memory(iota):
+    iota.write_config("  '../bots/main':\n    mode: agent\n    model: m\n")
+    bot_memory = iota.home / ".iota" / "bots" / "main" / "memory"
+    bot_memory.mkdir(parents=True)
+    (bot_memory / "SOUL.md").write_text("the bot's own persona\n")
+    (iota.home / ".iota" / "agents").mkdir()   # so that agents/../bots/main would resolve
+    iota.model.reply("Ok.")
+    result = iota("run", "../bots/main", "-m", "hi")
+    assert result.returncode == 0, result.stderr
+    assert "the bot's own persona" not in system_of(iota.model.requests[0])
+    shown = iota("agents", "show", "../bots/main")
+    assert "memory     none (the name cannot be a directory under ~/.iota/agents" in shown.stdout

@@ -48,7 +48,11 @@ def render_show(loaded, name: str, cwd: Path) -> str:
         note = "see `iota bots show`" if agent.mode == "bot" else "only mode: agent has a memory of its own"
         return f"Agent {name}\n  config     mode: {agent.mode}{model}\n  memory     none ({note})"
     project = paths.project_root(cwd)
-    memory, warnings = agent_memory(name, project, None)
+    memory = agent_memory(name, project, None)
+    if memory is None:
+        return (f"Agent {name}\n  config     mode: agent{model}\n  memory     none (the name cannot be a directory "
+                "under ~/.iota/agents: letters, digits, \".\", \"_\" or \"-\", at most 64 characters)")
+    warnings = memory.refresh()
     directory = memory.bot_dir / MEMORY_DIR
     lines = [f"Agent {name}", f"  config     mode: agent{model}", f"  memory     {directory}",
              f"Memory in {project} (for a chat not yet in a session: include-session files are not sent):"]

@@ -50,9 +50,10 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
                              mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)
         setup.host_lines = host_lines(detect(os.environ))
-        if setup.mode == "agent":  # its own memory, scoped by the session resumed (None: a plain -m run)
-            memory, warnings = agent_memory(agent.name, setup.project_root, bundle)
-            for warning in warnings:
+        # An agent's own memory, scoped by the session resumed (none: a plain -m run).
+        memory = agent_memory(agent.name, setup.project_root, bundle) if setup.mode == "agent" else None
+        if memory is not None:
+            for warning in memory.refresh():
                 print(f"Warning: {warning}", file=sys.stderr)
             setup.memory_block = memory.prompt()
         setup.provider()  # a missing key is reported before anything starts
