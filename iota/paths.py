@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -39,6 +40,16 @@ def project_sessions_dir(project_root: Path) -> Path:
 def project_slug(project_root: Path) -> str:
     """`/work/p1` → `-work-p1`: the cleaned absolute path with every `/` replaced by `-`."""
     return os.path.normpath(os.path.abspath(project_root)).replace("/", "-")
+
+
+# A name iota makes a directory of under ~/.iota (a bot's, an agent's memory): no `/`, no `..`.
+_DIRECTORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def is_directory_name(name: str) -> bool:
+    """Whether `name` may become one directory under ~/.iota: letters, digits, ".", "_" or "-",
+    at most 64 characters, starting with a letter or digit."""
+    return bool(_DIRECTORY_NAME.fullmatch(name))
 
 
 def bots_dir() -> Path:

@@ -11,7 +11,8 @@ Segments, top to bottom, a blank line between them; a segment whose condition fa
 6. the skills catalog            agent and bot mode, with at least one valid skill
 7. `<journal>`                   bots that keep a journal: look up earlier work before answering
 8. the notes catalog             bots with notes (iota.bots.notes; the bodies are read on demand)
-8. the memory blocks             bots: global memory, inherited memory, the bot's memory
+8. the memory blocks             agents: their own memory directory (iota.memory.agent);
+                                 bots: global memory, inherited memory, the bot's memory
                                  directory (SOUL.md, USER.md, BRIEF.md, the others), MEMORY.md —
                                  in that fixed order, one block a file, composed by
                                  iota.memory.layers and passed in here as one text
@@ -96,6 +97,7 @@ def compose(context: PromptContext) -> str:
         if context.journal:
             segments.append(JOURNAL_GUIDANCE)
         segments.append(context.notes_catalog)
+    if context.mode in ("agent", "bot"):
         segments.append(context.memory_block)
     return "\n\n".join(segment for segment in segments if segment)
 

@@ -43,6 +43,8 @@ from iota.errors import IotaError, SessionLocked
 from iota.hosts import detect, host_lines
 from iota.mcp.servers import servers_for_run
 from iota.prompt import agents_files
+from iota.memory.agent import agent_memory
+from iota.memory.scope import session_name
 from iota.memory.provenance import typed_by_person
 from iota.messages import Message
 from iota.sessions.bundle import Session, lock_bundle
@@ -99,6 +101,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     compactor = chat.compactor
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
+    if chat.watcher.memory is not None:
         commands["memory"] = (MEMORY_HELP, chat.watcher.show)
     work = chat.work
     if work is not None:
@@ -175,17 +178,20 @@ class _Opened:
 
 
 def _open_chat(args: argparse.Namespace, setup: ChatSetup, session: Session | None) -> _Opened:
-    watcher = MemoryWatcher(setup, None)
     if session is None and not (args.no_save or setup.agent.no_save):
         session = setup.new_session()
+    # An agent's own memory (`~/.iota/agents/<name>/memory`), scoped by the session it writes.
+    memory = agent_memory(setup.agent.name, setup.project_root, session) if setup.mode == "agent" else None
+    watcher = MemoryWatcher(setup, memory)
+    warnings = watcher.refresh_memory()
     if session is not None and session.on_disk:
         conversation = Conversation.from_session(session)
         if args.system is None:  # a resumed session replays its own system prompt
             setup.instructions = conversation.instructions
         opening, history = resume_opening(session, conversation)
-        return _Opened(conversation, f"resumed {session.id}", watcher, opening, history=history)
+        return _Opened(conversation, f"resumed {session.id}", watcher, opening, warnings, history=history)
     conversation = Conversation(session=session, instructions=setup.instructions)
-    return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher)
+    return _Opened(conversation, f"session {session.id}" if session else "not saved", watcher, warnings=warnings)
 
 
 def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, loaded: Config) -> _Opened:
@@ -195,7 +201,7 @@ def _open_bot(args: argparse.Namespace, setup: ChatSetup, cleanup: ExitStack, lo
     bots.check_bot(setup.agent, setup.model)
     start = bots.open_bot(setup.agent.name, model=setup.model, project_root=setup.project_root)
     cleanup.callback(start.close)
-    memory = bots.bot_memory(start.name, loaded, setup.project_root)
+    memory = bots.bot_memory(start.name, loaded, setup.project_root, session_name(start.session))
     watcher = MemoryWatcher(setup, memory)
     warnings = [*start.warnings, *watcher.refresh_memory()]
     session = start.session

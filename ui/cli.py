@@ -8,6 +8,7 @@
     iota config [check|path|init]
     iota mcp [add|list|get|remove|login|logout]
     iota search <words> [--agent NAME] [--since 7d]
+    iota agents show <name>
     iota bots [new <name>|watch|show <name>|rm <name>|reindex <name>|export <name> [FILE]|import FILE [--name NEW]]
     iota version
 
@@ -26,7 +27,7 @@ from iota import __version__
 from iota.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, IotaError
 from iota.tools.modes import MODES
 
-COMMANDS = ("run", "resume", "list", "sessions", "config", "mcp", "search", "bots", "version")
+COMMANDS = ("run", "resume", "list", "sessions", "config", "mcp", "search", "agents", "bots", "version")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -91,6 +92,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from ui.commands.search import add_search_parser
 
         add_search_parser(commands)
+    if wanted("agents"):
+        from ui.commands.agents import add_agents_parser
+
+        add_agents_parser(commands)
     if wanted("bots"):
         from ui.commands.bots import add_bots_parser
 
@@ -171,6 +176,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from ui.commands.bots import bots_command
 
         return bots_command(args)
+    if command == "agents":
+        from ui.commands.agents import agents_command
+
+        return agents_command(args)
     if command == "sessions":
         from ui.commands.sessions import sessions_command
 

@@ -55,8 +55,9 @@ from iota.errors import BotError, SessionError
 from iota.memory.document import go_quote
 from iota.memory.file import ensure_memory
 from iota.memory.layers import BotMemory
+from iota.memory.scope import SessionName
 from iota.messages import SYSTEM, Message
-from iota.paths import bots_dir, sessions_dir
+from iota.paths import bots_dir, is_directory_name, sessions_dir
 from iota.sessions.bundle import Session, parse_stamp, write_atomically
 from iota.sessions.listing import is_bundle, list_sessions
 from iota.sessions.log import json_bytes
@@ -70,7 +71,6 @@ MIN_CONTEXT_WINDOW = 32_000
 # Away this long or more, the bot is told how long it has been.
 AWAY_NOTICE_SECONDS = 3600
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # A session id in a pointer becomes a path under the sessions dir: nothing but letters and
 # digits may reach it, or a hand-edited pointer could name a directory outside it.
 _SESSION_ID = re.compile(r"[0-9A-Za-z]+")
@@ -119,7 +119,7 @@ def bot_dir(name: str) -> Path:
 
 
 def _check_name(name: str) -> None:
-    if not _NAME.fullmatch(name):
+    if not is_directory_name(name):
         raise BotError(f'bot name {go_quote(name)} must be letters, digits, ".", "_" or "-", at most 64 '
                        "characters, starting with a letter or digit")
 
@@ -208,14 +208,15 @@ def open_bot(name: str, *, model: ResolvedModel, project_root: Path, now: dateti
         raise
 
 
-def bot_memory(name: str, config: Config, project_root: Path) -> BotMemory:
+def bot_memory(name: str, config: Config, project_root: Path, session: SessionName | None = None) -> BotMemory:
     """Bot `name`'s memory in all its layers, for a chat in `project_root`: its own files, those of
     every bot its `inherit:` reaches (their names checked as its own is: each becomes a directory
-    under ~/.iota/bots), and global memory."""
+    under ~/.iota/bots), and global memory. `session` is its one conversation, for files scoped
+    by session."""
     inherits = inheritance.inherited_bots(config.agents, name)
     for inherited in inherits:
         _check_name(inherited)
-    return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits)
+    return BotMemory(name, bot_dir(name), project_root=project_root, inherits=inherits, session=session)
 
 
 def lock_bot(name: str, directory: Path) -> locking.HeldLock:
@@ -385,7 +386,7 @@ def _owned_sessions(context: Callable[[str], str]) -> Iterator[tuple[str, str]]:
     """(bot name, session id) of every bot that has a session; `context(reason)` starts the error
     for a pointer that cannot be read."""
     try:
-        directories = sorted(entry for entry in bots_dir().iterdir() if entry.is_dir() and _NAME.fullmatch(entry.name))
+        directories = sorted(entry for entry in bots_dir().iterdir() if entry.is_dir() and is_directory_name(entry.name))
     except OSError:
         return
     for directory in directories:

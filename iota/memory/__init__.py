@@ -7,7 +7,8 @@
     file        one file on disk: its backup, the tool's writes, telling them from a person's edits
     scope       the front matter that says where a file applies
     layers      every file of every layer, in the prompt's fixed order, refreshed file by file
-    report      the memory as `/memory` and `iota bots show` describe it
+    agent       an agent's own memory directory (mode: agent), scoped by the session too
+    report      the memory as `/memory`, `iota bots show` and `iota agents show` describe it
     secrets     the secret filter; provenance: what backs a `[user]` line or a SOUL.md patch
 
 Pure text handling except `file` and `layers`, which read and write the files. Imports no

@@ -32,6 +32,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from iota import paths
 from iota.memory.document import (
     MEMORY_FILE,
     Applied,
@@ -69,6 +70,25 @@ def read_memory(path: Path) -> str | None:
         return None
     except OSError as error:
         raise MemoryRefusal(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MemoryRefusal(f"{path} is not UTF-8 text") from None
+
+
+def read_memory_within(path: Path, directory: Path) -> str | None:
+    """Like read_memory, for a file that must lie in `directory` as opened: a link out of it (to
+    `~/.ssh/id_rsa`, another agent's memory) is a MemoryRefusal and nothing of it is read. One
+    open, judged by what it reached, so a link swapped in after a check counts too; a FIFO is
+    refused rather than waited on."""
+    try:
+        data, _, opened = paths.read_regular_file(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise MemoryRefusal(f"cannot read {path}: {error.strerror or error}") from None
+    if not paths.is_under(opened, os.path.realpath(directory)):
+        raise MemoryRefusal(f"{path} leads out of {directory} (to {opened or 'a file that moved'})")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -38,10 +38,10 @@ from pathlib import Path
 from iota import paths
 from iota.memory.block import block_text, cut_to_cap, over_cap_warning, render_file_block
 from iota.memory.document import MEMORY_FILE, MemoryDoc
-from iota.memory.file import CurrentMemory, FileStamp, MemoryFile, file_stamp, read_memory
+from iota.memory.file import CurrentMemory, FileStamp, MemoryFile, file_stamp, read_memory, read_memory_within
 from iota.memory.kinds import DIRECTORY_KINDS, MEMORY_DIR
 from iota.memory.lines import MemoryRefusal, byte_length, go_quote, join_lines, kib
-from iota.memory.scope import FrontMatterError, read_scope
+from iota.memory.scope import FrontMatterError, SessionName, read_scope
 
 TOTAL_CAP = 24 * 1024
 GLOBAL, INHERITED, OWN = "global", "inherited", "own"
@@ -94,15 +94,19 @@ def bot_sources(bot: str, directory: Path, layer: str = OWN) -> list[Source]:
     BRIEF.md, then the others by name), then MEMORY.md. Labels are relative to the bot's directory,
     and start with the bot's name for an inherited one."""
     prefix = "" if layer == OWN else f"{bot}/"
-    conventional = [kind.name for kind in DIRECTORY_KINDS]
-    found = markdown_files(directory / MEMORY_DIR)
-    ordered = sorted(found, key=lambda path: (conventional.index(path.name) if path.name in conventional
-                                              else len(conventional), path.name))
-    sources = [Source(path, f"{prefix}{MEMORY_DIR}/{path.name}", layer, bot) for path in ordered]
+    sources = [Source(path, f"{prefix}{MEMORY_DIR}/{path.name}", layer, bot) for path in ordered_files(directory / MEMORY_DIR)]
     memory = directory / MEMORY_FILE
     if layer == OWN or memory.is_file():
         sources.append(Source(memory, f"{prefix}{MEMORY_FILE}", layer, bot))
     return sources
+
+
+def ordered_files(directory: Path) -> list[Path]:
+    """A memory directory's `*.md` files in the prompt's order: SOUL.md, USER.md, BRIEF.md, then
+    the others by name."""
+    conventional = [kind.name for kind in DIRECTORY_KINDS]
+    return sorted(markdown_files(directory), key=lambda path: (conventional.index(path.name) if path.name in conventional
+                                                                else len(conventional), path.name))
 
 
 def markdown_files(directory: Path) -> list[Path]:
@@ -131,9 +135,12 @@ class BotMemory:
     blocks of every layer the requests carry. `inherits` are the bots whose memory it also sees,
     already resolved from the config (iota.config.settings.inherited_bots)."""
 
+    preamble = LAYERS_PREAMBLE
+
     def __init__(self, bot: str, bot_dir: Path, *, project_root: Path, inherits: tuple[str, ...] = (),
-                 global_dir: Path | None = None):
+                 global_dir: Path | None = None, session: SessionName | None = None):
         self.bot = bot
+        self.session = session   # the session it writes, for the files' session scopes
         self.bot_dir = Path(bot_dir)
         self.project = Path(project_root)
         self.inherits = tuple(inherits)
@@ -201,7 +208,15 @@ class BotMemory:
         """The memory blocks as the system prompt carries them, in order, a blank line apart."""
         sent = [view for view in self._views if view.block and view.source.path not in self._left_out]
         layered = any(not (view.source.layer == OWN and view.source.memory_md) for view in sent)
-        return "\n\n".join(([LAYERS_PREAMBLE] if layered else []) + [view.block for view in sent])
+        return "\n\n".join(([self.preamble] if layered else []) + [view.block for view in sent])
+
+    def fresh(self) -> BotMemory:
+        """A copy that has read every file now, leaving what the prompt carries alone: what the
+        next request would send, for `/memory`."""
+        copy = BotMemory(self.bot, self.bot_dir, project_root=self.project, inherits=self.inherits,
+                         global_dir=self.global_dir, session=self.session)
+        copy.refresh()
+        return copy
 
     def views(self) -> list[FileView]:
         """Every file as last read, in the prompt's order; `left_out` tells which the total cap took out."""
@@ -234,7 +249,7 @@ class BotMemory:
     def _read(self, source: Source) -> FileView:
         if source.layer == OWN and source.memory_md:
             return self._read_main(source)
-        view = read_view(source, self.bot, self.project)
+        view = read_view(source, self.bot, self.project, self.session)
         writer = self._writer_of(source)
         if writer is not None:
             writer.seen(view.stamp)
@@ -275,9 +290,12 @@ class BotMemory:
                 "or scope them to their projects with include-project")
 
 
-def read_view(source: Source, bot: str, project: Path) -> FileView:
-    """A memory file other than the bot's own MEMORY.md as the prompt carries it, for bot `bot` in
-    `project`: not at all when its scope leaves it out, or when it cannot be read (with a warning)."""
+def read_view(source: Source, bot: str, project: Path, session: SessionName | None = None,
+              within: Path | None = None) -> FileView:
+    """A memory file other than the bot's own MEMORY.md as the prompt carries it, for bot (or
+    agent) `bot` in `project` and `session`: not at all when its scope leaves it out, or when it
+    cannot be read (with a warning). With `within`, a file that leads out of that directory is
+    not read (iota.memory.file.read_memory_within)."""
     stamp = file_stamp(source.path)
 
     def not_sent(reason: str, warning: str | None = None, size: int = 0, scope: str = "") -> FileView:
@@ -285,7 +303,7 @@ def read_view(source: Source, bot: str, project: Path) -> FileView:
                         (f"{source.label}: {warning}",) if warning else ())
 
     try:
-        text = read_memory(source.path) or ""
+        text = (read_memory(source.path) if within is None else read_memory_within(source.path, within)) or ""
         scope, doc = read_scope(text)
     except MemoryRefusal as refusal:
         return not_sent("cannot be read", f"{refusal}; it is not sent")
@@ -297,7 +315,7 @@ def read_view(source: Source, bot: str, project: Path) -> FileView:
         return not_sent(f"it says it belongs to bot {go_quote(owner)}",
                         f"it says it belongs to bot {go_quote(owner)} (frontmatter bot:), not "
                         f"{go_quote(source.owner)}; it is not sent until you fix the file", size, scope.describe())
-    reason = scope.skips(project, bot)
+    reason = scope.skips(project, bot, session)
     if reason is not None:
         return not_sent(reason, size=size, scope=scope.describe())
     kept, over = cut_to_cap(doc.body)

@@ -155,6 +155,7 @@ def render_show(loaded, name: str, cwd: Path) -> str:
     from iota.bots.state_file import read_state, state_line
     from iota.config.inheritance import inherited_bots
     from iota.memory.report import describe
+    from iota.memory.scope import SessionName
 
     if name not in roster.bot_names(loaded):
         raise BotError(f'unknown bot "{name}" (bots: {", ".join(roster.bot_names(loaded)) or "none"})')
@@ -182,7 +183,7 @@ def render_show(loaded, name: str, cwd: Path) -> str:
         rows.append(("problem", bot.problem))
     lines = [f"Bot {name}", *(f"  {label.ljust(9)}  {value}" for label, value in rows)]
     project = paths.project_root(cwd)
-    memory = bot_memory(name, loaded, project)
+    memory = bot_memory(name, loaded, project, SessionName(bot.session) if bot.session else None)
     warnings = memory.refresh()
     lines.append(f"Memory in {project}:")
     lines += [f"  {line}" for line in describe(memory).splitlines()]

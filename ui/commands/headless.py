@@ -21,6 +21,7 @@ from iota.config import entries, settings
 from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
+from iota.memory.agent import agent_memory
 from iota.errors import EXIT_OK, SessionError
 from iota.hosts import detect, host_lines
 from iota.messages import SYSTEM, USER, Message
@@ -49,6 +50,12 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
                              mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)
         setup.host_lines = host_lines(detect(os.environ))
+        # An agent's own memory, scoped by the session resumed (none: a plain -m run).
+        memory = agent_memory(agent.name, setup.project_root, bundle) if setup.mode == "agent" else None
+        if memory is not None:
+            for warning in memory.refresh():
+                print(f"Warning: {warning}", file=sys.stderr)
+            setup.memory_block = memory.prompt()
         setup.provider()  # a missing key is reported before anything starts
         history = [m for m in bundle.view.messages if m.role != SYSTEM] if bundle else []
         stored = [m.content for m in bundle.view.messages if m.role == SYSTEM] if bundle else []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iota.memory.scope import FrontMatterError, Scope, read_scope
+from iota.memory.scope import FrontMatterError, Scope, SessionName, read_scope
 
 IOTA = Path("/work/iota")
 WEB = Path("/work/clients/web-shop")
@@ -77,6 +77,23 @@ def test_describe_says_the_scope_as_written():
     assert scope_of("include-project: []\n").describe() == "include-project: []"
     assert scope_of("bot: coder\n").describe() == ""
 
+KEYS = "include-project, exclude-project, include-bot, exclude-bot, include-session, exclude-session"
+
+
+def test_session_patterns_match_the_id_or_the_title_and_exclude_wins():
+    scope, _ = read_scope("---\ninclude-session: ['fix *', a1b2]\nexclude-session: '*-old'\n---\nbody\n")
+    project = Path("/work/iota")
+    assert scope.skips(project, "coder", SessionName("a1b2", "write docs")) is None            # by id
+    assert scope.skips(project, "coder", SessionName("zz99", "fix the login")) is None         # by title
+    assert scope.skips(project, "coder", SessionName("zz99", "fix it-old")) == \
+        'exclude-session "*-old" matches session zz99 ("fix it-old")'                          # exclude wins
+    assert scope.skips(project, "coder", SessionName("zz99", "")) == \
+        "include-session (fix *, a1b2) does not match session zz99"
+    assert scope.skips(project, "coder", None) == "include-session (fix *, a1b2) does not match this chat"
+    excluded, _ = read_scope("---\nexclude-session: '*'\n---\nbody\n")
+    assert excluded.skips(project, "coder", None) is None   # no session: nothing to exclude
+    assert excluded.describe() == "exclude-session: *"
+
 
 @pytest.mark.parametrize("text, message", [
     ("---\ninclude-project: [iota\n---\nbody\n", "its front matter is not valid YAML at line 3"),
@@ -86,9 +103,9 @@ def test_describe_says_the_scope_as_written():
     ("---\nexclude-project: [true]\n---\n", "its exclude-project: must be a glob pattern or a list of them, got "
                                             "[True]"),
     ("---\ninclude_project: iota\n---\n", "its front matter has include_project:, which is not a scope key (want "
-                                          "include-project, exclude-project, include-bot, exclude-bot)"),
-    ("---\ninclude-session: ['main/*']\n---\n", "its front matter has include-session:, which is not a scope key "
-                                                "(want include-project, exclude-project, include-bot, exclude-bot)"),
+                                          f"{KEYS})"),
+    ("---\nexclude-sessions: ['main/*']\n---\n", "its front matter has exclude-sessions:, which is not a scope key "
+                                                 f"(want {KEYS})"),
     ("---\ninclude-project: iota\nbody without a closing fence\n", "its front matter opens with --- and is never "
                                                                     "closed"),
 ])
