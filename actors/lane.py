@@ -90,7 +90,8 @@ class Lane:
         self.last_turn: Turn | None = None  # the last turn of a message, typed or quiet (None: it failed)
         self.interruptions = 0  # how many times Ctrl+C (or a signal) cancelled a running job
         # What was shown and could not be written yet (a full disk), written before anything newer.
-        self.backlog = SaveBacklog(conversation, self.kept, lambda text: self.emit(ErrorLine(text)), self.notice)
+        self.backlog = SaveBacklog(conversation, self.kept, lambda text: self.emit(ErrorLine(text)), self.notice,
+                                   lambda: self.show_status())
         self._idle = trio.Event()
         self._idle.set()
         self._running = ""
@@ -384,7 +385,6 @@ class Lane:
             await self.kept.sent(typed_ids(records))
             return
         await self.backlog.add(records, durable=durable, meta=meta)
-        self.show_status()
 
     async def keep(self, records: list[Message]) -> None:
         """Save records outside a turn (notices) and add them to the conversation."""

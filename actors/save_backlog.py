@@ -7,7 +7,7 @@ the person saw: the records wait here, oldest first, and are written at the next
 once (`Saved again`), and meanwhile the status row says `not saved: <why>` (`reason`). Nothing
 is sent to the model that is not on disk: the lane asks `waiting` before each request.
 
-    backlog = SaveBacklog(conversation, kept, emit, notice)
+    backlog = SaveBacklog(conversation, kept, error_line, notice, show_status)
     await backlog.add(records, durable=True, meta=False)   # written now, or kept until a write succeeds
     nursery.start_soon(backlog.retry)                      # the timer
 
@@ -32,11 +32,12 @@ RETRY_SAVE_SECONDS = 5.0
 
 class SaveBacklog:
     def __init__(self, conversation: Conversation, kept: KeptQueue, error_line: Callable[[str], None],
-                 notice: Callable[[str], None]):
+                 notice: Callable[[str], None], show_status: Callable[[], None]):
         self.conversation = conversation
         self.kept = kept
         self._error_line = error_line
         self._notice = notice
+        self._show_status = show_status  # after every write, from a turn or the timer: `reason` may have changed
         # (records, durable, meta), oldest first: each written before anything newer.
         self._waiting: list[tuple[list[Message], bool, bool]] = []
         self.reason = ""       # the status row's `not saved: …`; "" while everything is on disk
@@ -64,6 +65,7 @@ class SaveBacklog:
         with trio.CancelScope(shield=True):
             async with self._writing:
                 await self._write_waiting()
+        self._show_status()
 
     async def retry(self) -> None:
         """While something waits to be written, try again every RETRY_SAVE_SECONDS."""

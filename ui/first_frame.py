@@ -69,10 +69,10 @@ def position(row: int, column: int) -> str:
 
 
 class FirstFrame:
-    def __init__(self, keys: EarlyKeys | None) -> None:
+    def __init__(self, keys: EarlyKeys | None, signals: dict) -> None:
         self._keys = keys
         self._closed = False
-        self._signals = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
+        self._signals = signals  # the handlers before the frame's, put back at `close`
 
     @classmethod
     def draw(cls, version: str) -> FirstFrame | None:
@@ -84,22 +84,30 @@ class FirstFrame:
             return None
         stdin = sys.stdin.fileno()
         composer = rows - COMPOSER_FROM_BOTTOM
+        # Before anything is drawn: a signal sent once the frame shows must find it leaving
+        # the alternate screen as Ctrl+C does, not killing iota with the terminal still taken.
+        signals = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
 
         def draw_line(shown: str) -> None:
             os.write(out, (position(composer, 1) + PROMPT + shown[-(columns - len(PROMPT) - 1):]
                            + ERASE_TO_END_OF_LINE).encode())
 
-        keys = EarlyKeys(stdin, draw_line, take_typed_ahead(stdin)) if os.isatty(stdin) else None
-        rule = "─" * columns
-        frame = (ENTER_ALTERNATE_SCREEN + BRACKETED_PASTE_ON + CLEAR
-                 + position(CARD_ROW, CARD_COLUMN) + f"{MARK}  v{version}"
-                 + position(CARD_ROW + 1, CARD_COLUMN) + "starting…"
-                 + position(composer - 1, 1) + rule + position(composer + 1, 1) + rule)
-        os.write(out, frame.encode())
-        draw_line(keys.editor.shown if keys is not None else "")
-        if keys is not None:
-            keys.start()
-        return cls(keys)
+        keys = None
+        try:
+            keys = EarlyKeys(stdin, draw_line, take_typed_ahead(stdin)) if os.isatty(stdin) else None
+            rule = "─" * columns
+            frame = (ENTER_ALTERNATE_SCREEN + BRACKETED_PASTE_ON + CLEAR
+                     + position(CARD_ROW, CARD_COLUMN) + f"{MARK}  v{version}"
+                     + position(CARD_ROW + 1, CARD_COLUMN) + "starting…"
+                     + position(composer - 1, 1) + rule + position(composer + 1, 1) + rule)
+            os.write(out, frame.encode())
+            draw_line(keys.editor.shown if keys is not None else "")
+            if keys is not None:
+                keys.start()
+        except BaseException:  # a signal while drawing: the frame closes as it would later
+            cls(keys, signals).close(taken=False)
+            raise
+        return cls(keys, signals)
 
     def take_over(self) -> bytes:
         """urwid's screen starts: the keys stop being read here, the terminal is as it was, and

@@ -374,7 +374,7 @@ def test_model_command_changes_model_and_window_for_this_process(iota, chat):
     screen.send_keys("Enter")
     screen.wait_for("Change what?")
     screen.send_keys("Down", "Enter")      # Context window
-    screen.wait_for("Context window")
+    screen.wait_for("❯ 1. 32k")            # its own list (the first one names "Context window" too)
     screen.send_keys("Enter")              # 32k
     screen.wait_for("Model: m (32k window) — for this process")
     screen.type("/model other")

@@ -126,6 +126,17 @@ class Terminal:
                 raise AssertionError(f"{expected!r} did not appear within {timeout}s; the screen:\n{screen}")
             time.sleep(POLL_SECONDS)
 
+    def wait_for_gone(self, text: str, timeout: float = 10.0) -> str:
+        """Wait until `text` is no longer on the screen (a status row redrawn); return the screen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.capture()
+            if text not in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} was still on the screen after {timeout}s:\n{screen}")
+            time.sleep(POLL_SECONDS)
+
     def wait_for_exit(self, timeout: float = 10.0) -> int:
         """Wait until the command has exited; return its exit status."""
         deadline = time.monotonic() + timeout
