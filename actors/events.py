@@ -118,6 +118,7 @@ class ToolEnded:
     output: str           # exactly what the model reads; the transcript shows its first lines
     display: str | None   # the diff of an edit, a memory line: shown in full
     is_error: bool
+    more: str | None = None  # shown only when expanded (Ctrl+O): a helper's whole conversation
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class TurnObserver:
     def on_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self.lane.set_running("Waiting for the model")
         # Exactly what the model reads: the screen shows its first lines, Ctrl+O all of it.
-        self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, result.is_error))
+        self.lane.emit(ToolEnded(call.id, call.name, result.content, result.display, result.is_error, result.more))
 
 
 class TurnRecorder:

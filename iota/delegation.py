@@ -38,7 +38,7 @@ from iota.config.entries import AgentConfig
 from iota.config.settings import Config
 from iota.errors import BotError, IotaError, ToolError
 from iota.paths import bots_dir
-from iota.messages import ASSISTANT, CANCELLED, FAILED, TURN_END, USER, Message, ToolCall
+from iota.messages import ASSISTANT, CANCELLED, FAILED, TOOL, TURN_END, USER, Message, ToolCall
 from iota.providers.base import Provider, Request
 from iota.sessions.bundle import Session, new_turn_id
 from iota.text import format_elapsed
@@ -97,6 +97,7 @@ async def run_helper(setup: HelperSetup, name: str, task: str, open_tools: Calla
         await recorder.record([Message(TURN_END, turn=turn.id, outcome=outcome)])
     done.reply = turn.reply
     done.turns = turn.model_calls
+    done.conversation = conversation_text(opening, turn.messages)
     for message in turn.messages:
         if message.role == ASSISTANT:
             done.calls += [(call.name, call.arguments) for call in message.tool_calls]
@@ -302,3 +303,18 @@ class BotDefinitions:
         path = save_definition(self.directory, name, text)
         self.on_defined(name, self._checked.pop(name))
         return str(path)
+
+
+def conversation_text(opening: Message, messages: list[Message]) -> str:
+    """A helper's conversation as the person reads it under its call with Ctrl+O: the task, what
+    the helper said, each tool call with its target, and what came back."""
+    lines = [f"❯ {opening.content}"]
+    for message in messages:
+        if message.role == ASSISTANT:
+            if message.content.strip():
+                lines.append(message.content.strip())
+            lines += [f"• {call.name} {call_target(call.arguments)}".rstrip() for call in message.tool_calls]
+        elif message.role == TOOL:
+            lines += [("  ⎿ " if number == 0 else "    ") + line
+                      for number, line in enumerate(message.content.splitlines() or [""])]
+    return "\n".join(lines)

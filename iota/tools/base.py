@@ -23,6 +23,9 @@ class ToolResult:
     # What the person sees in the transcript when it differs from what the model reads
     # (the diff of an edit, the whole memory line written). None shows `content`.
     display: str | None = None
+    # More for the person, shown only when the transcript is expanded (Ctrl+O): a helper's whole
+    # conversation under the report its caller's model reads.
+    more: str | None = None
 
 
 @dataclass(frozen=True)

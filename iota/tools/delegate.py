@@ -43,6 +43,7 @@ class HelperRun:
     tokens: int = 0         # input + output over its model calls
     session: str = ""       # its child session's id, "" when not saved
     failure: str = ""       # why it ended early, "" when it finished
+    conversation: str = ""  # the whole of it as text, for the person's Ctrl+O (never the model's)
 
 
 # How the chat runs a helper: (agent name, task) → what it did. Raises ToolError for a call that
@@ -165,7 +166,8 @@ class DelegateTool(Tool):
             return ToolResult(f"helper {work} ({args['agent']}) started in the background; its result comes "
                               "to this conversation as a notice when it ends. Do not start the same task again.")
         done = await self._limited(args["agent"], args["task"])
-        return ToolResult(report(done), is_error=bool(done.failure))
+        return ToolResult(report(done), is_error=bool(done.failure),
+                          more=f"── {done.agent}'s conversation ──\n{done.conversation}" if done.conversation else None)
 
     async def _limited(self, agent: str, task: str) -> HelperRun:
         """Run a helper once one of the `max_parallel` places is free."""

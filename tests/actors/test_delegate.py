@@ -227,6 +227,24 @@ async def test_a_helpers_tools_show_as_a_live_line_under_its_call(open_chat, fak
     assert "read_file (a.py)" in ended.output.splitlines()[-1]
 
 
+
+async def test_ctrl_o_shows_the_helpers_whole_conversation_under_its_call(open_chat, fake_model, project):
+    (project / "a.py").write_text("print('a')\n")
+
+    def helper(name, body):
+        if results(body):
+            return {"text": "a.py prints a."}
+        return {"text": "Reading it first.", "tool_calls": [tool_call("read_file", {"path": "a.py"})]}
+    fake_model.respond_with(delegating(("reviewer", "Read a.py."), helper_reply=helper))
+    async with open_chat() as chat:
+        chat.submit("review")
+        events = await chat.until(TurnEnded)
+    ended = next(e for e in events if isinstance(e, ToolEnded) and e.call_id == "d-reviewer")
+    assert "Reading it first." not in ended.output  # the caller's model reads the report alone
+    assert ended.more.splitlines()[:4] == ["── reviewer's conversation ──", "❯ Read a.py.", "Reading it first.",
+                                           "• read_file a.py"]
+    assert "print('a')" in ended.more and ended.more.endswith("a.py prints a.")
+
 async def test_a_helpers_approval_is_asked_in_the_callers_chat_labelled_with_its_name(open_chat, fake_model, project):
     """The tester's entry writes without asking, but the lead's asks (no auto_write): the
     narrowed tester asks, and the question comes to the lead's person, labelled."""

@@ -218,6 +218,10 @@ class ToolBlock(urwid.WidgetWrap):
             markup += ["\n", ("tool_error" if ended.is_error else "tool_result", f"{INDENT}{closing}")]
         for line in escape_controls(ended.display or "").splitlines():
             markup += ["\n", (diff_attribute(line) or "tool_result", f"{INDENT}{line}")]
+        if ended.more and self._expanded:
+            markup += [("dim", f"\n{INDENT}{line}") for line in escape_controls(ended.more).splitlines()]
+        elif ended.more and hidden <= 0:
+            markup += ["\n", ("dim", f"{INDENT}… more ({EXPAND_HINT})")]
         self._pile.contents[self._header_rows:] = [(urwid.Text(markup), self._pile.options())]
 
 

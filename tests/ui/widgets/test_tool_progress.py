@@ -22,3 +22,14 @@ def test_a_live_line_of_a_call_this_face_never_saw_start_is_dropped():
     transcript = Transcript(None)
     assert transcript.apply(ToolProgress("nope", "reviewer · thinking · 1s"))
     assert rendered(transcript, 40, 1) == [""]
+
+
+def test_a_helpers_conversation_shows_only_with_ctrl_o():
+    transcript = Transcript(None)
+    transcript.apply(ToolStarted("d1", "delegate", "reviewer"))
+    transcript.apply(ToolEnded("d1", "delegate", "Fine.", None, False,
+                               more="── reviewer's conversation ──\n❯ Read a.py.\n• read_file a.py"))
+    assert rendered(transcript, 50, 3) == ["• delegate reviewer", "  ⎿ Fine.", "    … more (ctrl+o to expand)"]
+    transcript.toggle_expanded()
+    assert rendered(transcript, 50, 5) == ["• delegate reviewer", "  ⎿ Fine.", "    ── reviewer's conversation ──",
+                                           "    ❯ Read a.py.", "    • read_file a.py"]
