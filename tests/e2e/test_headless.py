@@ -141,12 +141,13 @@ def test_a_provider_error_is_one_line_and_exit_1(iota):
     assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
 
 
-def test_interrupted_run_exits_130(iota):
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_interrupted_run_exits_130(iota, number):
     iota.write_config(CHAT)
     iota.model.hang()
     process = iota.popen("run", "chat", "-m", "hi")
     iota.model.wait_for_request(1, timeout=20)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(number)
     assert process.wait(timeout=20) == 130
     assert process.stdout.read() == ""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -84,6 +85,28 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
 
 
 async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int, mode: str) -> Turn:
+    """The turn, under a watch for SIGINT, SIGTERM and SIGHUP: each cancels it, so everything it
+    opened closes as on any cancellation (bounded: no cleanup waits on a server that never
+    answers), and the run then ends as interrupted (exit 130)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async with trio.open_nursery() as nursery:
+            stopped = trio.Event()
+
+            async def stop_on_a_signal() -> None:
+                async for _ in signals:
+                    stopped.set()
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(stop_on_a_signal)
+            turn = await _the_turn(setup, history, message, max_turns, mode)
+            nursery.cancel_scope.cancel()
+    if stopped.is_set():
+        raise KeyboardInterrupt
+    return turn
+
+
+async def _the_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int, mode: str) -> Turn:
     turn = Turn()
     async with host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
         for warning in setup.warnings:  # a sandbox that is unavailable, an MCP server that failed
