@@ -68,7 +68,7 @@ class Upkeep:
         # Its skills are proposals: they wait for the person's yes in /skills, out of every catalog.
         self.skill = skill.proposer() if skill is not None else None
         self.toolbox = Toolbox([remember, *([self.skill] if self.skill is not None else [])])
-        self.state = rules.UpkeepState(memory.bot_dir)
+        self.state = rules.ReadMark(memory.bot_dir)
         self.cost = rules.UpkeepCost()
         self.enabled = setup.agent.upkeep
         self.every = setup.agent.upkeep_every
@@ -77,7 +77,7 @@ class Upkeep:
         # The running summary (iota.bots.summary): refreshed by this job every `summary_every`
         # typed turns, and carried by the first message after a compaction.
         self.summary_every = setup.agent.summary_every
-        self.summary_state = running.SummaryState(memory.bot_dir)
+        self.summary_state = running.summary_mark(memory.bot_dir)
         self.summary_turns = 0    # typed since the last refresh
         self._carry = False       # a compaction just happened: the next message carries the summary
         self.asked = False        # one of them asked to remember
@@ -106,10 +106,10 @@ class Upkeep:
             lane.notice(f"upkeep is off: its model {model.name} does not call tools (supports_tools: false)",
                         warning=True)
         self.person_turns = rules.typed_turns(rules.since_wrapped(lane.conversation.messages,
-                                                                  self.state.wrapped_through()))
+                                                                  self.state.read()))
         self.owed = self.person_turns >= self.every
         self.summary_turns = rules.typed_turns(rules.since_wrapped(lane.conversation.messages,
-                                                                   self.summary_state.through()))
+                                                                   self.summary_state.read()))
         task_status.started()
         try:
             await trio.sleep_forever()
@@ -155,7 +155,7 @@ class Upkeep:
         """A compaction condensed `messages`: those after the last upkeep are read next, before
         they are out of reach (the job is queued behind whatever runs now)."""
         self._carry = True
-        part = rules.since_wrapped(messages, self.state.wrapped_through())
+        part = rules.since_wrapped(messages, self.state.read())
         if self.enabled and self._lane is not None and rules.exchange_text(part).strip():
             self._condensed += part
             self._queue(self._lane)
@@ -186,13 +186,13 @@ class Upkeep:
                 if self._condensed:
                     part = self._condensed
                     await self._ask(lane, part, report, condensed=True)
-                    self.state.save(rules.last_turn(part) or self.state.wrapped_through())
+                    self.state.save(rules.last_turn(part) or self.state.read())
                     self._condensed = []
                 if due:
                     await self._consolidate(lane, report)
-                    exchange = rules.since_wrapped(lane.conversation.messages, self.state.wrapped_through())
+                    exchange = rules.since_wrapped(lane.conversation.messages, self.state.read())
                     await self._ask(lane, exchange, report)
-                    self.state.save(rules.last_turn(exchange) or self.state.wrapped_through())
+                    self.state.save(rules.last_turn(exchange) or self.state.read())
                     self.person_turns, self.asked, self.owed = 0, False, False
                     extracted = True
                 if summary_due:
@@ -215,7 +215,7 @@ class Upkeep:
         (the person's edits and all); the answer, shaped, replaces summary.md (the old kept as .prev).
         A failure is said once and tried again at the next throttle point; a cancel (the person
         typed) leaves it owed."""
-        exchange_messages = rules.since_wrapped(lane.conversation.messages, self.summary_state.through())
+        exchange_messages = rules.since_wrapped(lane.conversation.messages, self.summary_state.read())
         exchange = rules.exchange_text(exchange_messages)
         if exchange.strip():
             model = self.model()
@@ -238,7 +238,7 @@ class Upkeep:
                     self._warn(lane, f"summary: cannot write {running.SUMMARY_NAME}: {error.strerror or error}")
                     return
                 lane.notice(f"summary: {running.SUMMARY_NAME} refreshed ({len(text.encode())} bytes)")
-        self.summary_state.save(rules.last_turn(exchange_messages) or self.summary_state.through())
+        self.summary_state.save(rules.last_turn(exchange_messages) or self.summary_state.read())
         self.summary_turns = 0
 
     async def carry_summary(self, lane: Lane, user: Message) -> None:

@@ -151,23 +151,26 @@ def is_upkeep_message(text: str) -> bool:
     return text.startswith(UPKEEP_HEADER)
 
 
-class UpkeepState:
-    """`upkeep.json`: the last turn an upkeep read. A file that cannot be read starts over."""
+class ReadMark:
+    """The last turn a pass over the conversation read, kept in a small JSON file of the bot's:
+    `upkeep.json` for the upkeep (`wrapped_through`), `summary.json` for the running summary
+    (`summarized_through`). A file that cannot be read starts over."""
 
-    def __init__(self, bot_dir: Path):
-        self.path = Path(bot_dir) / STATE_NAME
+    def __init__(self, bot_dir: Path, file_name: str = STATE_NAME, key: str = "wrapped_through"):
+        self.path = Path(bot_dir) / file_name
+        self.key = key
 
-    def wrapped_through(self) -> str:
+    def read(self) -> str:
         try:
-            value = json.loads(self.path.read_text(encoding="utf-8")).get("wrapped_through")
+            value = json.loads(self.path.read_text(encoding="utf-8")).get(self.key)
         except (OSError, ValueError, AttributeError):
             return ""
         return value if isinstance(value, str) else ""
 
     def save(self, turn: str) -> None:
-        """Best effort: a failed write only means the next upkeep reads a little more."""
+        """Best effort: a failed write only means the next pass reads a little more."""
         try:
-            write_atomically(self.path, (json.dumps({"wrapped_through": turn}) + "\n").encode())
+            write_atomically(self.path, (json.dumps({self.key: turn}) + "\n").encode())
         except OSError:
             pass
 
