@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from iota.config.limits import LimitsError, decode_limits
+from iota.config.limits import BadValue, decode_limits
 from iota.errors import ConfigError
 
 TOP_LEVEL = ("providers", "models", "agents", "mcp_servers")
@@ -156,7 +156,7 @@ def _audit_tools(path: Path, coordinate: str, tools: Any) -> None:
             if (name, key) == ("shell", "limits"):
                 try:
                     decode_limits(value)
-                except LimitsError as error:
+                except BadValue as error:
                     raise fail(path, f"{where}.{error.key}", str(error)) from None
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from iota.config.audit import MODES, PROVIDER_TYPES, READ_ONLY_AUTO_WRITE, check_sandbox_mode
-from iota.config.limits import ShellLimits, decode_limits
+from iota.config.limits import BadValue, ShellLimits, decode_limits
 from iota.zones import ZoneError, zone_named
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -66,14 +66,6 @@ def parse_size(value: Any) -> int:
 # validation library: the key audit has already refused every key that does not belong, so all
 # that is left is each value's type and range — and a library's model building would cost every
 # start a fifth of a second.
-
-
-class BadValue(ValueError):
-    """A value of the wrong type or range; `key` is where it stands inside the entry."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
 
 
 @dataclass(frozen=True)

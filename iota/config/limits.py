@@ -47,8 +47,9 @@ def half_the_memory() -> int:
         return 4 * GIB
 
 
-class LimitsError(ValueError):
-    """A bad `limits:` value; `key` is where it stands below the shell set (`limits.memory`)."""
+class BadValue(ValueError):
+    """A value of the wrong type or range; `key` is where it stands inside the entry (here, below
+    the shell set: `limits.memory`). Every entry's decoding raises it (iota.config.entries)."""
 
     def __init__(self, key: str, message: str):
         super().__init__(message)
@@ -67,17 +68,17 @@ class ShellLimits:
 
 
 def decode_limits(raw: Any) -> ShellLimits:
-    """The limits a `limits:` mapping sets over the defaults; LimitsError at the key, saying what it
+    """The limits a `limits:` mapping sets over the defaults; BadValue at the key, saying what it
     wants, for anything else (`limits.memory`: `want a size from 64M to 1024T, got "lots"`)."""
     limits = ShellLimits.default()
     if raw is None:
         return limits
     if not isinstance(raw, dict):
-        raise LimitsError("limits", f"want a mapping of {', '.join(KEYS)}")
+        raise BadValue("limits", f"want a mapping of {', '.join(KEYS)}")
     values = {}
     for key, value in raw.items():
         if key not in RANGES:
-            raise LimitsError(f"limits.{key}", f"unknown key (want {', '.join(KEYS)})")
+            raise BadValue(f"limits.{key}", f"unknown key (want {', '.join(KEYS)})")
         values[key] = _checked(key, value)
     return ShellLimits(**{**limits.__dict__, **values})
 
@@ -92,7 +93,7 @@ def _checked(key: str, value: Any) -> int:
         number = parse_size(value)
     if number is None or not low <= number <= high:
         shown = f'"{value}"' if isinstance(value, str) else repr(value)
-        raise LimitsError(f"limits.{key}", f"want {want}, got {shown}")
+        raise BadValue(f"limits.{key}", f"want {want}, got {shown}")
     return number
 
 
