@@ -36,7 +36,7 @@ import trio
 from iota.messages import (ASSISTANT, CANCELLED_RESULT, FAILED_NOTICE, PARTIAL, TOOL, TOOL_STARTED, USER, Message,
                            ToolCall)
 from iota.providers.base import Provider, Request
-from iota.sessions.log import repair_tail
+from iota.sessions.repair import repair_tail
 from iota.tools.base import (DECLINED, ApprovalRequest, Tool, ToolResult, Toolbox, denied_with_reason,
                              headless_refusal)
 from iota.tools.modes import ASK, AUTO_EDIT, PLAN, PLAN_REFUSAL

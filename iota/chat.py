@@ -32,14 +32,13 @@ from iota.mcp.servers import servers_for_run
 from iota.messages import Message
 from iota.prompt import PromptContext, compose
 from iota.providers.base import Provider, Request
-from iota.tools.ask import Asker, ask_tools
 from iota.tools.base import Toolbox
 from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
-from iota.tools.skills import LoadSkill
 from iota.skills import discover, Skill
 
 if TYPE_CHECKING:  # a headless turn saves nothing: the session modules load when a chat makes one
     from iota.sessions.bundle import Session
+    from iota.tools.ask import Asker
 
 
 @dataclass
@@ -191,10 +190,14 @@ class ChatSetup:
                                    auto_write=tools.code.auto_write):
                 toolbox.add(tool)
         if self.mode in ("agent", "bot") and tools.skills and self.skills:
+            from iota.tools.skills import LoadSkill
+
             toolbox.add(LoadSkill(self.skills))
         for tool in self.extra_tools:
             toolbox.add(tool)
         if self.interactive and tools.ask and self.asker is not None:
+            from iota.tools.ask import ask_tools  # only a chat has someone to ask
+
             for tool in ask_tools(self.asker):
                 toolbox.add(tool)
         async with AsyncExitStack() as stack:

@@ -22,7 +22,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from html import escape
 
 import yaml
 
@@ -151,6 +150,8 @@ def catalog(skills: list[Skill]) -> str:
     head = ('These skills give you instructions for particular tasks. When one fits the task, call load_skill '
             'with its name as "skill" to read it; use "file" for files it refers to, and run its scripts with '
             "the shell tool.\n\n<available_skills>\n")
+    from html import escape  # its entity table is large: only a catalog with skills needs it
+
     entries, size, omitted = [], len(head), 0
     for skill in skills:
         entry = (f"<skill>\n<name>{escape(skill.name, quote=False)}</name>\n"

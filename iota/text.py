@@ -1,5 +1,6 @@
 """How figures and titles read, wherever they are shown: sizes in tokens, timers, the context
-figure, and a title as one line of printable text (iota.titles says why).
+figure, and a title as one line of printable text (iota.titles says why); and JSON as UTF-8
+bytes, however odd the strings it holds (`json_bytes`: the session log's and the wire's).
 
 Nothing heavy imported: the terminal app uses these before anything heavy is loaded.
 """
@@ -7,6 +8,22 @@ Nothing heavy imported: the terminal app uses these before anything heavy is loa
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
+
+
+def json_bytes(value: Any, **options: Any) -> bytes:
+    """`value` as UTF-8 JSON, whatever strings it holds.
+
+    Lone surrogates (undecodable bytes in a tool's output or a pasted title) cannot be UTF-8;
+    written as `\\udcxx` escapes the JSON is still valid and reads back to the same string.
+    """
+    import json  # here, not above: the chat's widgets use this module before its first draw
+
+    try:
+        return json.dumps(value, ensure_ascii=False, **options).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, **options).encode("ascii")
+
 
 # The longest title kept (Rust iota's cap).
 TITLE_CAP = 80

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from iota.messages import Message
-from iota.sessions.log import json_bytes
+from iota.text import json_bytes
 
 # A dialect's conversion: the wire messages of `messages`, each with the index of the message it
 # starts at (never decreasing; wire messages that must be converted together share one).

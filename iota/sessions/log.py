@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from iota.errors import SessionError
+from iota.text import json_bytes
 from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER, Message, Usage
 from iota.sessions.repair import BOOKKEEPING_ROLES, INTERRUPTED_RESULT, LOG_NAME, assemble, repair_tail
 
@@ -129,18 +130,6 @@ def encode_record(message: Message, at: str = "") -> bytes:
 
 def _dump(record: dict[str, Any]) -> bytes:
     return json_bytes(record, separators=(",", ":")) + b"\n"
-
-
-def json_bytes(value: Any, **options: Any) -> bytes:
-    """`value` as UTF-8 JSON, whatever strings it holds.
-
-    Lone surrogates (undecodable bytes in a tool's output or a pasted title) cannot be UTF-8;
-    written as `\\udcxx` escapes the JSON is still valid and reads back to the same string.
-    """
-    try:
-        return json.dumps(value, ensure_ascii=False, **options).encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, **options).encode("ascii")
 
 
 # -- a torn tail ----------------------------------------------------------------------------------

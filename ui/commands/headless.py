@@ -14,17 +14,16 @@ import json
 import os
 import signal
 import sys
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 
 import trio
 
 from iota.config import entries, settings
-from actors.notifier import host_reporting
 from iota.agent import Approvals, Turn, run_turn
 from iota.chat import ChatSetup, prepare_chat
-from iota.memory.agent import agent_memory
 from iota.errors import EXIT_OK, SessionError
-from iota.hosts import detect, host_lines
+from iota.hosts import Host, detect, host_lines
 from iota.messages import SYSTEM, USER, Message
 from iota.tools.base import ApprovalRequest
 from iota.tools.modes import ASK, PLAN, PLAN_NOTICE
@@ -51,12 +50,16 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
                              mcp_flags=args.mcp,
                              replay=bundle.meta if bundle else None, interactive=False)
         setup.host_lines = host_lines(detect(os.environ))
-        # An agent's own memory, scoped by the session resumed (none: a plain -m run).
-        memory = agent_memory(agent.name, setup.project_root, bundle) if setup.mode == "agent" else None
-        if memory is not None:
-            for warning in memory.refresh():
-                print(f"Warning: {warning}", file=sys.stderr)
-            setup.memory_block = memory.prompt()
+        # An agent's own memory, scoped by the session resumed (none: a plain -m run). Its
+        # modules load only for an agent that has one.
+        if setup.mode == "agent":
+            from iota.memory.agent import agent_memory
+
+            memory = agent_memory(agent.name, setup.project_root, bundle)
+            if memory is not None:
+                for warning in memory.refresh():
+                    print(f"Warning: {warning}", file=sys.stderr)
+                setup.memory_block = memory.prompt()
         setup.provider()  # a missing key is reported before anything starts
         history = [m for m in bundle.view.messages if m.role != SYSTEM] if bundle else []
         stored = [m.content for m in bundle.view.messages if m.role == SYSTEM] if bundle else []
@@ -108,7 +111,7 @@ async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_
 
 async def _the_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int, mode: str) -> Turn:
     turn = Turn()
-    async with host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
+    async with _host_reporting(detect(os.environ)), setup.open_tools() as toolbox:
         for warning in setup.warnings:  # a sandbox that is unavailable, an MCP server that failed
             print(f"Warning: {warning}", file=sys.stderr)
         request = setup.request(history + [Message(USER, content=message)], toolbox)
@@ -119,6 +122,17 @@ async def _the_turn(setup: ChatSetup, history: list[Message], message: str, max_
         finally:
             await setup.aclose()
     return turn
+
+
+def _host_reporting(host: Host) -> AbstractAsyncContextManager[object]:
+    """herdr's pane or cmux's row shows the run working. A headless run tells the terminal (and
+    so tmux) nothing, so in neither host there is nothing to tell, and the notifier is not even
+    imported."""
+    if host.name is None:
+        return nullcontext()
+    from actors.notifier import host_reporting
+
+    return host_reporting(host)
 
 
 def _note_refusal(request: ApprovalRequest) -> None:
