@@ -10,6 +10,7 @@ ends.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -70,6 +71,8 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
         mode = args.mode or ASK  # what this command line chose; a saved session's mode is the chat's
         if mode == PLAN:  # the model is told it is planning, as a chat's notice tells it
             history = [*history, Message(USER, content=PLAN_NOTICE, notice=True)]
+        gc.freeze()  # the start-up's objects (ui.commands.run): the collector, back on, skips them
+        gc.enable()
         turn = trio.run(_one_turn, setup, history, message, args.max_turns, mode)
         if bundle is not None:
             try:
