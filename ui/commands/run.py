@@ -27,7 +27,6 @@ from pathlib import Path
 
 from iota import __version__
 from iota.errors import IotaError
-from iota.sandbox.confinement import HEADLESS_ONLY, Confinement
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -59,6 +58,8 @@ def run_command(args: argparse.Namespace) -> int:
             gc.enable()
     if resuming and args.no_save:
         raise IotaError("--no-save cannot be combined with iota resume")
+    from iota.sandbox.confinement import HEADLESS_ONLY, Confinement  # a -m turn loads it with the config
+
     confinement = Confinement.from_environment(os.environ)
     if confinement is not None:  # started by a sandboxed iota's command: there is nobody to ask
         raise confinement.refuse(HEADLESS_ONLY)
