@@ -36,7 +36,6 @@ import trio
 from iota.messages import (ASSISTANT, CANCELLED_RESULT, FAILED_NOTICE, PARTIAL, TOOL, TOOL_STARTED, USER, Message,
                            ToolCall)
 from iota.providers.base import Provider, Request
-from iota.sessions.repair import repair_tail
 from iota.tools.base import (DECLINED, ApprovalRequest, Tool, ToolResult, Toolbox, denied_with_reason,
                              headless_refusal)
 from iota.tools.modes import ASK, AUTO_EDIT, PLAN, PLAN_REFUSAL
@@ -230,6 +229,8 @@ class Turn:
         return [*closing, failure]
 
     def _close(self) -> list[Message]:
+        from iota.sessions.repair import repair_tail  # a turn that failed or was cancelled only
+
         closing = repair_tail(self.messages, turn=self.id)
         if partial := self.partial:
             closing.append(Message(ASSISTANT, content=partial, interrupted=True, turn=self.id))

@@ -29,17 +29,18 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._attachments import Image, Text
-from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events
 from iota.providers._streaming import ToolCallParts, event_object, incomplete, stream_failure
 from iota.providers._wire import WireHistory, json_object
 from iota.providers.base import OnText, Reply, Request, Timeouts
+
+if TYPE_CHECKING:  # the parts of a message with attachments load with the first one
+    from iota.providers._attachments import Image, Text
 
 DEFAULT_URL = "https://api.anthropic.com"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
@@ -235,7 +236,11 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     # Empty text blocks are left out: the API rejects them.
     text = [{"type": "text", "text": message.content}] if message.content else []
     if message.role == USER:  # notices included: to the model a host notice is user text
-        return "user", [_user_block(part) for part in attachment_parts(message)] if message.attachments else text
+        if not message.attachments:
+            return "user", text
+        from iota.providers._attachments import parts as attachment_parts  # a message with attachments only
+
+        return "user", [_user_block(part) for part in attachment_parts(message)]
     if message.role == ASSISTANT:
         calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
         return "assistant", text + calls
@@ -250,6 +255,8 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _user_block(part: Text | Image) -> dict[str, Any]:
+    from iota.providers._attachments import Image
+
     if isinstance(part, Image):
         return {"type": "image", "source": {"type": "base64", "media_type": part.mime, "data": part.base64}}
     return {"type": "text", "text": part.text}

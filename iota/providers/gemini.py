@@ -40,8 +40,6 @@ import httpx
 
 from iota.errors import ProviderError, ProviderRejected
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._attachments import Image
-from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider, read_events, response_body
 from iota.providers._streaming import ToolCallParts, event_object, incomplete, stream_failure
 from iota.providers._wire import WireHistory, json_object
@@ -218,6 +216,8 @@ def _parts(message: Message, signatures: Mapping[str, str]) -> tuple[str, list[d
     if message.role == USER:  # notices included: to the model a host notice is user text
         if not message.attachments:
             return "user", text
+        from iota.providers._attachments import Image, parts as attachment_parts  # a message with attachments only
+
         return "user", [{"inlineData": {"mimeType": part.mime, "data": part.base64}} if isinstance(part, Image)
                         else {"text": part.text} for part in attachment_parts(message)]
     if message.role == ASSISTANT:

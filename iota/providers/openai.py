@@ -21,8 +21,6 @@ from typing import Any
 import httpx
 
 from iota.messages import ASSISTANT, TOOL, USER, Message, Usage
-from iota.providers._attachments import Image
-from iota.providers._attachments import parts as attachment_parts
 from iota.providers._http import HttpProvider
 from iota.providers._streaming import ToolCallParts, body_failure, incomplete, stream_failure, unreadable
 from iota.providers._wire import WireHistory, dump, json_object
@@ -203,6 +201,8 @@ def user_content(message: Message) -> str | list[dict[str, Any]]:
     `image_url` part whose URL is the image as a data URL."""
     if not message.attachments:
         return message.content
+    from iota.providers._attachments import Image, parts as attachment_parts  # a message with attachments only
+
     return [{"type": "image_url", "image_url": {"url": part.data_url}} if isinstance(part, Image)
             else {"type": "text", "text": part.text} for part in attachment_parts(message)]
 
