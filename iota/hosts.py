@@ -26,7 +26,7 @@ import enum
 import json
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class State(enum.Enum):
@@ -50,16 +50,14 @@ class PingKind(enum.Enum):
 # ---- detection -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HerdrPane:
+class HerdrPane(NamedTuple):
     pane_id: str
     socket_path: str
     workspace_id: str | None = None
     tab_id: str | None = None
 
 
-@dataclass(frozen=True)
-class CmuxSurface:
+class CmuxSurface(NamedTuple):
     surface_id: str
     executable: str   # the `cmux` found on PATH at detection
 
@@ -72,20 +70,17 @@ class Dialect(enum.Enum):
     OSC777 = "osc777"   # VTE (GNOME Terminal, Tilix, …), foot, urxvt: a title and a body
 
 
-@dataclass(frozen=True)
-class Terminal:
+class Terminal(NamedTuple):
     dialect: Dialect = Dialect.OSC9
     tmux: bool = False   # inside tmux: sequences go out wrapped for its passthrough
 
 
-@dataclass(frozen=True)
-class TmuxPane:
+class TmuxPane(NamedTuple):
     pane_id: str       # $TMUX_PANE: `%3`, unique on its server
     socket_path: str   # the server's socket: the first of $TMUX's comma-separated fields
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(NamedTuple):
     """The innermost host (herdr, cmux, or neither) and the terminal always behind it; and the
     tmux pane when there is one. tmux is told besides the others rather than instead of them:
     cmux's terminal often runs tmux, and the pane title and options cost nothing to a host that

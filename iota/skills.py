@@ -20,7 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 import yaml
@@ -34,8 +34,7 @@ SKILL_CAP = 16 * 1024  # the whole SKILL.md, as the `skill` tool writes it (iota
 SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
-@dataclass(frozen=True)
-class Skill:
+class Skill(NamedTuple):
     name: str
     description: str
     directory: Path

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from iota.errors import ConfigError
@@ -29,8 +29,7 @@ ROOT_VARIABLE = "IOTA_CONFINED_ROOT"
 PROJECT_CONFIG_VARIABLE = "IOTA_CONFINED_PROJECT_CONFIG"
 
 
-@dataclass(frozen=True)
-class ProjectPin:
+class ProjectPin(NamedTuple):
     """The project file a confined iota may read: `path` (None: none at all) with these bytes."""
 
     path: Path | None = None

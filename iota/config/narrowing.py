@@ -41,17 +41,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # The most an untrusted file may give an agent the person has not got: iota's defaults (writes
 # ask, commands run in the sandbox without network, skills and ask on), agent mode, no MCP server.
 NEW_AGENT = {"mode": "agent", "tools": {"code": {}, "shell": {}}, "mcp_servers": []}
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """What a comparison needs beyond the two values."""
 
     cwd: Path
@@ -71,8 +69,7 @@ class Context:
 Judge = Callable[[Any, Any, Context], "str | None"]
 
 
-@dataclass(frozen=True)
-class Order:
+class Order(NamedTuple):
     value: Callable[[Any, Context], Any]   # the key's value in a decoded AgentConfig
     wider: Judge
     toolset: str | None = None             # judged only while the file turns this set on

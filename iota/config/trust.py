@@ -34,9 +34,8 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from iota import paths
 from iota.config import narrowing
@@ -46,8 +45,7 @@ TRUST, IGNORE = "trust", "ignore"
 ANSWERS = ("Trust", "Ignore this file")   # the question's options, in the order of TRUST, IGNORE
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One risky thing in a project file."""
 
     entry: str    # the entry left out for it: `providers.evil`, `agents.coder`
@@ -60,8 +58,7 @@ class Finding:
         return f"{self.entry}: {inner} {self.reason}" if inner else f"{self.entry}: {self.reason}"
 
 
-@dataclass(frozen=True)
-class Review:
+class Review(NamedTuple):
     """A project file as read, what is risky in it, and the person's decision for this content."""
 
     path: Path

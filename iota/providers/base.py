@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from iota.messages import Message, ToolCall, Usage
 
@@ -29,8 +29,7 @@ STREAM_RETRIES = 2
 RAW_ARGUMENTS_KEY = "_raw"
 
 
-@dataclass(frozen=True)
-class Timeouts:
+class Timeouts(NamedTuple):
     """How long a provider waits: between two bytes of a response (the stall limit) and for a
     connection. Every provider's constructor takes one; `make_provider` builds it."""
 

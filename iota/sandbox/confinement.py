@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from iota.config.limits import KEYS, ShellLimits
@@ -54,8 +54,7 @@ class ConfinementError(ConfigError):
     """What a confined iota refuses to do; the message says it is confined and by what."""
 
 
-@dataclass(frozen=True)
-class Confinement:
+class Confinement(NamedTuple):
     root: Path
     network: bool = False
     write: tuple[str, ...] = ()  # absolute paths

@@ -10,14 +10,13 @@ end a turn.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from iota.errors import ToolError
 from iota.providers.base import ToolSpec
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(NamedTuple):
     content: str
     is_error: bool = False
     # What the person sees in the transcript when it differs from what the model reads
