@@ -29,7 +29,7 @@ import enum
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, NamedTuple, Protocol
 
 import trio
 
@@ -51,8 +51,7 @@ class Decision(enum.Enum):
     DENY_WITH_REASON = "Deny and say why"
 
 
-@dataclass(frozen=True)
-class Denial:
+class Denial(NamedTuple):
     """A "Deny and say why": the call is refused and the model reads the person's words, so its
     next step follows them instead of trying the same thing again."""
 
@@ -146,8 +145,7 @@ class TurnObserver(Protocol):
     def on_progress(self, call: ToolCall, text: str) -> None: ...
 
 
-@dataclasses.dataclass(frozen=True)
-class CallContext:
+class CallContext(NamedTuple):
     """The call a tool is running for, with its turn's approvals and observer: what a tool that
     runs a turn of its own (a helper, iota.delegation) asks and reports through. Set in the call's
     own task, so calls running side by side each see theirs."""
