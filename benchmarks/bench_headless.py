@@ -2,8 +2,10 @@
 
 Runs the real `iota` command against the project's fake model server (tests/support/fake_model.py,
 on 127.0.0.1) with an OpenAI-compatible model and with an Anthropic model, beside `python -c pass`
-(the interpreter's own floor) and `python -c "import httpx"` (the floor of any Python client that
-talks HTTP: issue 32's yardstick), the cases taking turns run by run (interleaved). Prints min /
+(the interpreter's own floor), `python -c "import httpx"` (the floor of any Python client that
+talks HTTP: issue 32's yardstick) and a Python importing only the libraries a turn loads (httpx,
+httpcore, trio, yaml: what is left of a turn is iota's own), the cases taking turns run by run
+(interleaved). Prints min /
 median / max of the wall time and of the peak RSS, then the ratios issues 21 and 32 set goals for:
 Anthropic over OpenAI-compatible, each over the `import httpx` floor, and each over the peers.
 
@@ -41,6 +43,8 @@ from tests.support.fake_model import FakeModel  # noqa: E402
 OPENAI, ANTHROPIC = "iota run (openai) -m", "iota run (anthropic) -m"
 HTTPX_FLOOR = 'python -c "import httpx"'
 HTTPX_FLOOR_GOAL = "≤ 2.0x"  # issue 32
+LIBRARIES = "import httpx, httpcore, trio, yaml"
+LIBRARIES_FLOOR = f'python -c "{LIBRARIES}"'
 # Issue 21's side-by-side run (9 interleaved rounds, the same fake): median seconds, peak MiB, the goal.
 RECORDED_PEERS = {"Codex native (codex exec)": (0.54, 148, "≤ 1.0x"), "claude -p": (1.12, 300, "≤ 0.5x")}
 PEAK_GOAL_MIB = 50
@@ -76,6 +80,7 @@ def main() -> None:
         iota_env = environment_without_keys(home)
         cases = {"python -c pass": ([sys.executable, "-c", "pass"], iota_env),
                  HTTPX_FLOOR: ([sys.executable, "-c", "import httpx"], iota_env),
+                 LIBRARIES_FLOOR: ([sys.executable, "-c", LIBRARIES], iota_env),
                  OPENAI: ([iota, "run", "gpt", "-m", "hi"], iota_env),
                  ANTHROPIC: ([iota, "run", "claude", "-m", "hi"], iota_env)}
         peers = dict(peer_case(option, model) for option in args.peer)
@@ -91,10 +96,10 @@ def main() -> None:
         model.assert_no_unexpected()
 
     print(f"{args.runs} interleaved runs")
-    print(f"{'case':28} {'wall time, s':^29}   {'peak RSS, MiB':^29}")
-    print(f"{'':28} {SPREAD_HEADER}   {SPREAD_HEADER}")
+    print(f"{'case':46} {'wall time, s':^29}   {'peak RSS, MiB':^29}")
+    print(f"{'':46} {SPREAD_HEADER}   {SPREAD_HEADER}")
     for name in cases:
-        print(f"{name:28} {spread(times[name])}   {spread(peaks[name], digits=1)}")
+        print(f"{name:46} {spread(times[name])}   {spread(peaks[name], digits=1)}")
 
     seconds = {name: statistics.median(values) for name, values in times.items()}
     mib = {name: statistics.median(values) for name, values in peaks.items()}
@@ -102,6 +107,8 @@ def main() -> None:
     print(ratio("anthropic over openai-compatible, wall time", seconds[ANTHROPIC], seconds[OPENAI], "≤ 1.1x"))
     for case in (OPENAI, ANTHROPIC):
         print(ratio(f"{case} over the import httpx floor", seconds[case], seconds[HTTPX_FLOOR], HTTPX_FLOOR_GOAL))
+    print(ratio("the turn's libraries over the import httpx floor", seconds[LIBRARIES_FLOOR],
+                seconds[HTTPX_FLOOR]))
     compared = dict(RECORDED_PEERS)
     compared.update({name: (seconds[name], mib[name], "") for name in peers})
     for peer, (peer_seconds, peer_mib, goal) in compared.items():
