@@ -187,3 +187,25 @@ def test_resume_replays_the_sessions_own_system_prompt(iota):
     iota.model.reply("ok")
     assert iota("resume", session_id, "-m", "again").returncode == 0
     assert iota.model.requests[0].body["messages"][0] == {"role": "system", "content": "Recorded prompt."}
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_a_plain_turn_loads_none_of_what_it_does_not_use(iota, tmp_path, dialect):
+    """A chat agent's `-m` turn, outside herdr and cmux, with no attachment, that neither fails
+    nor saves: each of these loads where it is used, and costs a start-up ~1 ms or more."""
+    spy = tmp_path / "spy"
+    spy.mkdir()
+    listing = tmp_path / "modules.txt"
+    (spy / "sitecustomize.py").write_text(  # runs at the interpreter's start, and lists at its exit
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(listing)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n")
+    iota.write_config(CHAT, dialect=dialect)
+    iota.model.reply("Hello.")
+    result = iota("run", "chat", "-m", "hi", PYTHONPATH=str(spy))
+    assert (result.returncode, result.stdout) == (0, "Hello.\n"), result.stderr
+    loaded = set(listing.read_text().split())
+    assert {"iota.agent", f"iota.providers.{dialect}", "trio"} <= loaded   # the spy saw the turn
+    unused = {"iota.memory", "actors.notifier", "trio_util", "iota.sessions.log", "iota.sessions.bundle",
+              "iota.sessions.repair", "iota.providers._attachments", "iota.tools.ask", "iota.tools.skills",
+              "iota.titles", "html", "ui.first_frame"}
+    assert sorted(loaded & unused) == []
