@@ -43,6 +43,7 @@ from iota.sessions.listing import bucket_dirs, is_bundle
 from iota.sessions.log import (
     INTERRUPTED_RESULT,
     LOG_NAME,
+    TAIL_BYTES,
     LogIndex,
     SessionView,
     cut_torn_tail,
@@ -50,6 +51,7 @@ from iota.sessions.log import (
     load_log,
     repair_tail,
 )
+from iota.sessions.offsets import INDEX_NAME, KINDS, Entries, OffsetsFile
 from iota.sessions.meta import (
     META_NAME,
     now_stamp,
@@ -72,8 +74,8 @@ LOCK_NAME = ".lock"
 ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 ID_LENGTH = 12
 TURN_ID_LENGTH = 8
-# The loader's checkpoint (see iota.sessions.log). Other programs preserve it as an unknown key.
-_INDEX_KEY = "view_index"
+# Where meta.json kept the loader's start before messages.idx did; dropped when it is next written.
+_OLD_INDEX_KEY = "view_index"
 MESSAGE_ROLES = frozenset({SYSTEM, USER, ASSISTANT, TOOL})
 # The records stamped with the time they were written (`at`): the end of each turn, which dates
 # every record of the turn, and the compactions and rewinds between turns. (The records of the
@@ -118,6 +120,7 @@ class Session:
         # The live view as loaded when the session was opened; the chat keeps its own copy after.
         self.view = view
         self._index = index
+        self._offsets = OffsetsFile(bundle / INDEX_NAME)
         self._lock: locking.HeldLock | None = None
         self._log_fd: int | None = None
         self._closed = False
@@ -157,12 +160,13 @@ class Session:
         try:
             meta, rebuilt = read_or_rebuild_meta(bundle)
             cut = cut_torn_tail(log) if log.exists() else None
-            view, index = load_log(log, meta.get(_INDEX_KEY))
+            view, index = load_log(log, TAIL_BYTES)
             view.messages = attachments.bind(view.messages, bundle)
             view.warnings[:0] = [warning for warning in (rebuilt, cut) if warning]
+            meta.pop(_OLD_INDEX_KEY, None)
             session = cls(bundle, meta, view, index)
             session._lock = lock
-            session._store_checkpoint()
+            session._save_offsets(index)
             session._log_fd = _open_log(log)
         except OSError as exc:
             lock.release()
@@ -248,15 +252,16 @@ class Session:
                 raise SessionError(f"failed to save session {self.id}: {describe(messages)} not written to "
                                    f"{LOG_NAME}: {exc.strerror}") from exc
             raise
-        offset = start
+        offset, written = start, Entries()
         for message, line in zip(messages, lines):
             self._index.note(offset, message.role, message.compacted_through)
+            if message.role in KINDS:
+                written.add(offset, KINDS[message.role], line)
             offset += len(line)
+        self._offsets.append(written)
         count = self.meta.get("message_count")
         self.meta["message_count"] = (count if type(count) is int else 0) + sum(
             message.role in MESSAGE_ROLES for message in messages)
-        if any(message.role == COMPACTION for message in messages):
-            self._store_checkpoint()
         if meta or self.meta_pending:
             self.meta["updated_at"] = now_stamp()
             try:
@@ -272,7 +277,7 @@ class Session:
         """The person's messages in the conversation as the log now holds it, (offset, text),
         oldest first: where `rewind` can go back to."""
         try:
-            view, _ = load_log(self.dir / LOG_NAME, self.meta.get(_INDEX_KEY))
+            view, _ = load_log(self.dir / LOG_NAME, TAIL_BYTES)
         except OSError as exc:
             raise SessionError(f"failed to read session {self.id}: {exc.strerror}") from exc
         return view.rewind_points
@@ -287,12 +292,12 @@ class Session:
         with self._writing:
             self._append([Message(REWIND, content=text, rewound_to=target)], durable=True, meta=False)
             try:
-                view, index = load_log(self.dir / LOG_NAME, self.meta.get(_INDEX_KEY))
+                view, index = load_log(self.dir / LOG_NAME, TAIL_BYTES)
                 view.messages = attachments.bind(view.messages, self.dir)
             except OSError as exc:
                 raise SessionError(f"failed to read session {self.id} after the rewind: {exc.strerror}") from exc
             self._index = index
-            self._store_checkpoint()
+            self._save_offsets(index)
             self.meta["message_count"] = view.message_count
             self.meta["updated_at"] = now_stamp()
             self._write_meta()
@@ -327,6 +332,7 @@ class Session:
         self._release()
 
     def _release(self) -> None:
+        self._offsets.close()
         if self._log_fd is not None:
             os.close(self._log_fd)
             self._log_fd = None
@@ -351,20 +357,17 @@ class Session:
         self._lock = lock_bundle(self.dir)
         try:
             self._log_fd = _open_log(self.dir / LOG_NAME)
+            self._offsets.replace(Entries())
             self._write_meta()
         except BaseException:
             self._release()
             raise
 
-    def _store_checkpoint(self) -> None:
-        try:
-            checkpoint = self._index.checkpoint(self.dir / LOG_NAME)
-        except OSError:
-            checkpoint = None  # only a shortcut for the next load; without it that load scans it all
-        if checkpoint is None:
-            self.meta.pop(_INDEX_KEY, None)
-        else:
-            self.meta[_INDEX_KEY] = checkpoint
+    def _save_offsets(self, index: LogIndex) -> None:
+        """Bring messages.idx up to what the load found (a cache: a failure only costs the next
+        open a read of the whole log)."""
+        if index.entries_changed or not self._offsets.path.exists():
+            self._offsets.replace(index.entries)
 
     def _write_meta(self) -> None:
         try:

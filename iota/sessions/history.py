@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from iota.messages import ASSISTANT, COMPACTION, TOOL, USER, Message
-from iota.sessions.log import decode_record
+from iota.sessions.lines import decode_record
 
 HISTORY_ROLES = frozenset({USER, ASSISTANT, TOOL, COMPACTION})
 _CHUNK = 64 * 1024

@@ -34,42 +34,28 @@ Loading without re-reading history
 ----------------------------------
 A bot's log never ends: after a year it may hold a hundred thousand records of which the view
 needs the last fifty. Scanning the whole file on every start would make each start slower than
-the last, so the view is loaded from a *checkpoint* kept in meta.json under `view_index`:
+the last, so the loader starts where the view's records begin, found in the offset index kept
+beside the log (`messages.idx`, iota.sessions.offsets): at the first retained message or at the
+last compaction marker, whichever comes first, with the last system record before that point
+read on its own. It scans from there to the end of the file exactly as a full scan would from
+byte 0, and checks what it can without reading the skipped part: the scan must meet a
+compaction marker whose retained start is at or after where it began (a marker appended by
+another program may reach further back), and no rewind may reach back before it. If a check
+fails it falls back to a full scan from byte 0, which is always right, merely slower.
 
-    "view_index": {"offset": 81234567, "conversation": 99950, "messages": 99951, "line_sha256": "…",
-                   "system": {"offset": 0, "line_sha256": "…"}}
-
-`offset` is where a line starts; `conversation` is how many conversation records come before
-it, `messages` how many message records (system ones too: meta.json's `message_count`, which
-is recounted from it at every open, so a turn cut short is counted right); `system` points at the last system record before it (null when there is none). The loader
-reads the system record there, then scans from `offset` to the end of the file, exactly as a
-full scan would from byte 0. Nothing before `offset` can matter to the view as long as the last
-compaction marker lies after `offset` and retains from a message at or after it, and the
-checkpoint is chosen to make that true: it sits at the first retained message or at the last
-compaction marker, whichever comes first.
-
-The log is append-only, so a checkpoint stays true for as long as the file's prefix is the same
-file. The loader still checks what it can without reading the skipped part: the line at
-`offset` (and at the system offset) must hash to the recorded sha256 (its first 16 hex digits),
-the system line must be a system record, and the scan must meet a compaction marker whose
-retained start is at or after the checkpoint (a marker appended by another program may reach
-further back), and no rewind may reach back before the checkpoint. If any check fails it falls back to a full scan from byte 0, which is always
-right, merely slower. What it cannot check is a claim of absence: a checkpoint saying "no system
-record before this" is believed, so a hand-edited meta.json can hide a system prompt.
-
-The writer (`LogIndex`) keeps the offsets it needs as records are scanned and appended, and
-computes a new checkpoint after a full scan and after each batch holding a compaction marker;
-it is stored with the batch's meta.json rewrite.
+A log that was never compacted has no such point, and its view is all of it. Past `tail_bytes`
+(`TAIL_BYTES` for a session being opened) the loader takes only its tail, from the first of the
+person's messages in the last `tail_bytes` on, and the view's first message says how many
+earlier records were left out (`SessionView.left_out`): a request the model cannot take is not
+built, and the chat offers to compact at once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -77,13 +63,13 @@ from typing import Any, BinaryIO
 from iota.errors import SessionError
 from iota.text import json_bytes
 from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER, Message, Usage
+from iota.sessions import offsets
+from iota.sessions.lines import LINE_CAP, decode_record, read_lines
 from iota.sessions.repair import BOOKKEEPING_ROLES, INTERRUPTED_RESULT, LOG_NAME, assemble, repair_tail
 
 __all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "decode_record",
            "encode_record", "json_bytes", "load_log", "read_lines", "repair_tail", "summary_preamble"]
 
-# The longest line (record plus newline) written to or read from the log.
-LINE_CAP = 32 * 1024 * 1024
 SUMMARY_HEADER = "[Earlier conversation summary]\n"
 SUMMARY_FOOTER = "\n\n———\n\n"
 CONVERSATION_ROLES = frozenset({USER, ASSISTANT, TOOL})
@@ -94,6 +80,13 @@ _BACKWARD_CHUNK = 64 * 1024
 def summary_preamble(summary: str) -> str:
     """What goes before the first retained message once a conversation has been compacted."""
     return SUMMARY_HEADER + summary.strip() + SUMMARY_FOOTER
+
+
+def left_out_note(count: int) -> str:
+    """What stands in for a summary when a never-compacted log was loaded from its tail."""
+    records = "1 earlier message" if count == 1 else f"{count:,} earlier messages"
+    return (f"{records} of this conversation are not shown: together with the rest they are longer than "
+            "a model can read at once, and they were never summarised. They are still in the session log.")
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -197,6 +190,9 @@ class SessionView:
     # The person's messages in the view (not notices, not what iota wrote for the model alone),
     # (byte offset of the record, text), oldest first: where `/rewind` can go back to.
     rewind_points: list[tuple[int, str]] = field(default_factory=list)
+    # Conversation records of a never-compacted log left out of the view: it was loaded from its
+    # tail (see `load_log`), and the chat offers to compact.
+    left_out: int = 0
 
 
 class LogIndex:
@@ -209,6 +205,9 @@ class LogIndex:
     """
 
     def __init__(self, base: int = 0, systems: list[int] | None = None, messages: int = 0, start: int = 0):
+        # The offset index as it should be on disk, and whether the file lags it (`load_log`).
+        self.entries = offsets.Entries()
+        self.entries_changed = False
         self.base = base
         self.messages = messages  # message records (system ones too) in the log
         self.offsets: list[int] = []
@@ -251,85 +250,54 @@ class LogIndex:
         """The last marker's N, clamped to the conversation as it stands."""
         return min(max(self.compacted_through or 0, 0), self.conversation_count)
 
-    def checkpoint(self, log_path: Path) -> dict[str, Any] | None:
-        """Move the checkpoint up to the last compaction and describe it for meta.json.
 
-        None when there is nothing to skip (never compacted, or everything is retained) or the
-        last marker reaches back before what this index remembers; the next load then scans the
-        whole log.
-        """
-        if not self.compactions:
-            return None
-        retained = self.retained_start()
-        if retained < self.base:
-            return None
-        at = self.compactions[-1][0]
-        if retained < self.conversation_count:
-            at = min(at, self.offsets[retained - self.base])
-        if at == 0:
-            return None
-        before = bisect_left(self.offsets, at)
-        system_before = bisect_left(self.systems, at)
-        # The message records from `at` on are conversation records and system records.
-        messages_before = self.messages - (len(self.offsets) - before) - (len(self.systems) - system_before)
-        self.base += before
-        del self.offsets[:before]
-        del self.systems[: max(0, system_before - 1)]
-        self.start = max(self.start, at)
-        with open(log_path, "rb") as f:
-            system = None
-            if system_before:
-                system = {"offset": self.systems[0], "line_sha256": _line_hash(f, self.systems[0])}
-            return {"offset": at, "conversation": self.base, "messages": messages_before,
-                    "line_sha256": _line_hash(f, at), "system": system}
+# How much of a never-compacted log a session opens with, at most: about a million tokens of
+# conversation, as much as the largest windows take (see the module's docstring).
+TAIL_BYTES = 4 * 1024 * 1024
 
 
-def load_log(path: Path, checkpoint: Any = None) -> tuple[SessionView, LogIndex]:
-    """Load the live view, from `checkpoint` (meta.json's `view_index`) when it holds up."""
+def load_log(path: Path, tail_bytes: int | None = None) -> tuple[SessionView, LogIndex]:
+    """Load the live view from where its records begin (iota.sessions.offsets); a log that was
+    never compacted only from its last `tail_bytes` when it is longer (None: all of it).
+
+    The index's entries as they should now be on disk are in `LogIndex.entries`, and whether
+    the file lags them in `LogIndex.entries_changed`; the loader itself writes nothing.
+    """
     try:
         with open(path, "rb") as f:
-            start = _validated_start(f, checkpoint)
-            if start is not None:
-                loaded = _scan(f, *start)
-                if loaded is not None:
-                    return loaded
-            loaded = _scan(f, 0, LogIndex(), None)
-            assert loaded is not None, "a scan from byte 0 always has every retained record"
+            stored = offsets.read_index(path.with_name(offsets.INDEX_NAME))
+            entries, changed, start = offsets.locate(f, stored, tail_bytes)
+            loaded = _scan_from(f, start) if start is not None else None
+            if loaded is None and start is not None:
+                # The scan found the start wrong, so the entries it came from are: read afresh.
+                entries, changed = offsets.rebuilt(f), True
+            if loaded is None:
+                loaded = _scan(f, 0, LogIndex(), None)
+                assert loaded is not None, "a scan from byte 0 always has every retained record"
+            loaded[1].entries, loaded[1].entries_changed = entries, changed
             return loaded
     except FileNotFoundError:
         return SessionView(), LogIndex()
 
 
-def _validated_start(f: BinaryIO, checkpoint: Any) -> tuple[int, LogIndex, dict[str, Any] | None] | None:
-    try:
-        offset, base, digest = checkpoint["offset"], checkpoint["conversation"], checkpoint["line_sha256"]
-        messages, system = checkpoint["messages"], checkpoint["system"]
-        system_offset, system_digest = (system["offset"], system["line_sha256"]) if system is not None else (None, None)
-    except (TypeError, KeyError):
-        return None
-    if not (type(offset) is int and type(base) is int and type(messages) is int and offset > 0
-            and 0 <= base <= messages):
-        return None
-    if _line_hash(f, offset) != digest:
-        return None
-    if system_offset is None:
-        return offset, LogIndex(base, messages=messages, start=offset), None
-    if not (type(system_offset) is int and 0 <= system_offset < offset):
-        return None
-    if _line_hash(f, system_offset) != system_digest:
-        return None
-    f.seek(system_offset)
-    record = decode_record(f.readline(LINE_CAP))
-    if record is None or record["role"] != SYSTEM:
-        return None
-    # The system record before the checkpoint was counted in `messages`; noting it again would count it twice.
-    return offset, LogIndex(base, [system_offset], messages, start=offset), record
+def _scan_from(f: BinaryIO, start: offsets.Start) -> tuple[SessionView, LogIndex] | None:
+    system = None
+    if start.system is not None:
+        f.seek(start.system)
+        system = decode_record(f.readline(LINE_CAP))
+        if system is None or system["role"] != SYSTEM:
+            return None
+    index = LogIndex(start.conversation, [start.system] if system is not None else [], start.messages,
+                     start=start.offset)
+    return _scan(f, start.offset, index, system, left_out=start.left_out)
 
 
 def _scan(
-    f: BinaryIO, start: int, index: LogIndex, system: dict[str, Any] | None
+    f: BinaryIO, start: int, index: LogIndex, system: dict[str, Any] | None, left_out: int = 0
 ) -> tuple[SessionView, LogIndex] | None:
-    """Read records from `start` to the end. None if the view needs records before `start`."""
+    """Read records from `start` to the end. None if the view needs records before `start`
+    (unless `left_out`: the conversation records before it are left out of a view that was never
+    compacted)."""
     # The lines of the conversation and bookkeeping records, where each starts, and where
     # conversation record number index.base + i is among them (positions[i]). Lines, not decoded
     # records: bytes are not tracked by the garbage collector, and a hundred thousand live dicts
@@ -351,7 +319,7 @@ def _scan(
         role = record["role"]
         if role == REWIND:
             target = Message.from_record(record).rewound_to
-            if target is None or target >= offset:
+            if target is None or not 0 <= target < offset:
                 continue  # it names nothing before itself: nothing to undo
             if not index.rewind(target):
                 return None  # it reaches back before `start`
@@ -375,9 +343,9 @@ def _scan(
         else:
             continue
         index.note(offset, role, Message.from_record(record).compacted_through if role == COMPACTION else None)
-    if start > 0 and not compactions:
+    if start > 0 and not compactions and not left_out:
         return None
-    retained = index.retained_start()
+    retained = index.base if left_out and not compactions else index.retained_start()
     if retained < index.base:
         return None
 
@@ -388,7 +356,7 @@ def _scan(
     records = [json.loads(line) for line in lines[first:]]
     assembled = assemble(records)
     view = SessionView(warnings=_unreadable_warnings(unreadable) + assembled.warnings, closing=assembled.closing,
-                       message_count=index.messages)
+                       message_count=index.messages, left_out=0 if compactions else left_out)
     view.rewind_points = [(offset, record["content"]) for offset, record in zip(starts[first:], records)
                           if record["role"] == USER and not record.get("notice") and not record.get("hidden")
                           and isinstance(record.get("content"), str)]
@@ -401,12 +369,16 @@ def _scan(
         compacted_at, compaction = compactions[-1]
         view.summary = Message.from_record(compaction).content
         preamble = summary_preamble(view.summary)
+    elif view.left_out:
+        preamble = summary_preamble(left_out_note(view.left_out))
+    if compactions or view.left_out:
         if tail:
             tail[0] = dataclasses.replace(tail[0], content=preamble + tail[0].content)
         else:
             tail = [Message(USER, preamble)]
     view.messages.extend(tail)
-    view.last_usage = _last_usage(lines, starts, after=compacted_at)
+    # A tail's last usage counted the records left out too: the meter estimates the tail instead.
+    view.last_usage = None if view.left_out else _last_usage(lines, starts, after=compacted_at)
     return view, index
 
 
@@ -419,37 +391,6 @@ def _last_usage(lines: list[bytes], starts: list[int], after: int) -> Usage | No
         if record["role"] == ASSISTANT and isinstance(record.get("usage"), dict):
             return Usage.from_record(record["usage"])
     return None
-
-
-def read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
-    """(offset, line) from `offset` on; a line over `LINE_CAP` is skipped whole and given as None."""
-    f.seek(offset)
-    while line := f.readline(LINE_CAP):
-        start = offset
-        offset += len(line)
-        if len(line) == LINE_CAP and not line.endswith(b"\n"):
-            while (line := f.readline(LINE_CAP)) and not line.endswith(b"\n"):
-                offset += len(line)
-            offset += len(line)
-            yield start, None
-        else:
-            yield start, line
-
-
-def decode_record(line: bytes) -> dict[str, Any] | None:
-    """A record, or None for anything that is not a JSON object with a string `role`."""
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("role"), str):
-        return None
-    return record
-
-
-def _line_hash(f: BinaryIO, offset: int) -> str:
-    f.seek(offset)
-    return hashlib.sha256(f.readline(LINE_CAP)).hexdigest()[:16]
 
 
 def _unreadable_warnings(offsets: list[int]) -> list[str]:

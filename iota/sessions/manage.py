@@ -33,7 +33,7 @@ from iota.messages import ASSISTANT, SYSTEM, Message
 from iota import attachments
 from iota.sessions.bundle import Session, SessionView, lock_bundle
 from iota.sessions.listing import list_sessions, SessionInfo
-from iota.sessions.log import LOG_NAME, load_log
+from iota.sessions.log import LOG_NAME, TAIL_BYTES, load_log
 from iota.sessions.meta import META_NAME, read_or_rebuild_meta, render_meta, write_atomically
 from iota.text import clean_title
 from iota.sessions.tree import children_of, descendants
@@ -103,7 +103,7 @@ def fork_bundle(bundle: Path, title: str = "") -> Session:
     """A new session under the one saved at `bundle`, holding its visible context, open and
     locked for this process. The original is only read."""
     meta, _ = read_or_rebuild_meta(bundle)
-    view, _ = load_log(bundle / LOG_NAME, meta.get("view_index"))
+    view, _ = load_log(bundle / LOG_NAME, TAIL_BYTES)
     settings = {key: meta[key] for key in _SETTINGS if meta.get(key) not in (None, "")}
     settings.setdefault("provider", "")
     settings.setdefault("model", "")

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from iota.sessions.index import LogRecord, SearchIndex, record_text
-from iota.sessions.log import LINE_CAP, decode_record, read_lines
+from iota.sessions.lines import LINE_CAP, decode_record, read_lines
 
 # The most terms a query keeps, and how many tokens a snippet shows.
 MAX_TERMS = 32

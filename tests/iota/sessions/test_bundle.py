@@ -4,7 +4,6 @@ test_listing.py)."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import re
@@ -142,7 +141,7 @@ def test_a_new_session_touches_nothing_until_its_first_append():
     session.update_meta(cwd="/w")
     assert not sessions_dir().exists()
     session.append([user("hi")])
-    assert sorted(p.name for p in session.dir.iterdir()) == [".lock", "messages.jsonl", "meta.json"]
+    assert sorted(p.name for p in session.dir.iterdir()) == [".lock", "messages.idx", "messages.jsonl", "meta.json"]
     assert json.loads((session.dir / "meta.json").read_text())["cwd"] == "/w"
     session.close()
 
@@ -362,139 +361,6 @@ def test_last_usage_is_the_last_assistant_usage_after_the_last_compaction():
     assert session.view.last_usage is None
     session.append([user("c"), Message("assistant", "d", usage=Usage(50, 5)), Message("assistant", "e")])
     assert reopen(session).view.last_usage == Usage(50, 5)
-
-
-# -- loading from the checkpoint ---------------------------------------------------------------------------
-
-
-def scribble_before(log: Path, end: int, keep: tuple[int, ...] = ()) -> None:
-    """Turn every line that starts before `end` into garbage, except those starting at `keep`."""
-    data = bytearray(log.read_bytes())
-    offset = 0
-    for line in bytes(data[:end]).splitlines(keepends=True):
-        if offset not in keep:
-            data[offset : offset + len(line) - 1] = b"#" * (len(line) - 1)
-        offset += len(line)
-    log.write_bytes(bytes(data))
-
-
-@pytest.mark.parametrize(
-    "after, expected",
-    [
-        ([user("x")], ["sys", PREAMBLE.format("s") + "m94", "m95", "m96", "m97", "m98", "m99", "x"]),
-        ([Message("system", "sys2"), user("x")],
-         ["sys2", PREAMBLE.format("s") + "m94", "m95", "m96", "m97", "m98", "m99", "x"]),
-        ([Message("system", system_cleared=True)],
-         [PREAMBLE.format("s") + "m94", "m95", "m96", "m97", "m98", "m99"]),
-    ],
-)
-def test_a_compacted_log_is_loaded_without_reading_what_came_before(after, expected):
-    with new_session() as session:
-        session.append([Message("system", "sys")] + [user(f"m{i}") for i in range(100)])
-        session.append([compaction("s", 94)] + after)
-    meta = json.loads((session.dir / "meta.json").read_text())
-    checkpoint = meta["view_index"]
-    assert checkpoint["conversation"] == 94 and checkpoint["system"]["offset"] == 0
-    scribble_before(session.dir / "messages.jsonl", checkpoint["offset"], keep=(0,))
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == expected
-        assert reloaded.view.warnings == []  # the scribbled lines were never read
-        assert reloaded.conversation_count == 100 + sum(m.role == "user" for m in after)
-
-
-def test_a_compaction_that_retains_nothing_checkpoints_at_its_marker():
-    with new_session() as session:
-        session.append([user(f"m{i}") for i in range(10)] + [compaction("s", 10)])
-        session.append([user("x")])
-    checkpoint = json.loads((session.dir / "meta.json").read_text())["view_index"]
-    assert checkpoint["conversation"] == 10 and checkpoint["system"] is None
-    scribble_before(session.dir / "messages.jsonl", checkpoint["offset"])
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("s") + "x"]
-        assert reloaded.view.warnings == []
-
-
-def honest(lines: list[bytes], number: int) -> dict:
-    """Where line `number` starts and its hash, as a checkpoint would record them."""
-    return {"offset": sum(map(len, lines[:number])), "line_sha256": hashlib.sha256(lines[number]).hexdigest()[:16]}
-
-
-# The log of the next test, line by line: sys, m0 … m19, the marker (through 18), x.
-@pytest.mark.parametrize(
-    "spoil",
-    [
-        lambda index, lines: index.update(offset=index["offset"] + 1),
-        lambda index, lines: index.update(line_sha256="0" * 16),
-        lambda index, lines: index.update(conversation="many"),
-        lambda index, lines: index["system"].update(offset=5),
-        lambda index, lines: index.clear(),
-        # Self-consistent but wrong: the "system record" is a user message…
-        lambda index, lines: index.update(system=honest(lines, 1)),
-        # …or the checkpoint is past the retained start (m19 rather than m18).
-        lambda index, lines: index.update(honest(lines, 20), conversation=19),
-    ],
-)
-def test_a_checkpoint_that_does_not_hold_up_falls_back_to_a_full_scan(spoil):
-    with new_session() as session:
-        session.append([Message("system", "sys")] + [user(f"m{i}") for i in range(20)])
-        session.append([compaction("s", 18), user("x")])
-    meta_path = session.dir / "meta.json"
-    meta = json.loads(meta_path.read_text())
-    spoil(meta["view_index"], (session.dir / "messages.jsonl").read_bytes().splitlines(keepends=True))
-    meta_path.write_text(json.dumps(meta))
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == ["sys", PREAMBLE.format("s") + "m18", "m19", "x"]
-
-
-def test_a_checkpoint_past_the_marker_falls_back_to_a_full_scan():
-    with new_session() as session:
-        session.append([Message("system", "sys"), compaction("s", 0), user("x")])
-    meta = json.loads((session.dir / "meta.json").read_text())
-    lines = (session.dir / "messages.jsonl").read_bytes().splitlines(keepends=True)
-    meta["view_index"].update(honest(lines, 2))  # at x: the scan would never meet the marker
-    (session.dir / "meta.json").write_text(json.dumps(meta))
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == ["sys", PREAMBLE.format("s") + "x"]
-
-
-def test_nothing_is_checkpointed_when_nothing_would_be_skipped():
-    with new_session() as session:
-        session.append([user("a"), compaction("s", 0), user("b")])
-        assert "view_index" not in json.loads((session.dir / "meta.json").read_text())
-
-
-def test_the_checkpoint_points_at_the_last_system_record_before_it():
-    with new_session() as session:
-        session.append([Message("system", "old")] + [user(f"m{i}") for i in range(5)] + [Message("system", "new")])
-        session.append([user(f"n{i}") for i in range(5)] + [compaction("s", 8)])
-    checkpoint = json.loads((session.dir / "meta.json").read_text())["view_index"]
-    new_offset = checkpoint["system"]["offset"]
-    scribble_before(session.dir / "messages.jsonl", checkpoint["offset"], keep=(new_offset,))
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == ["new", PREAMBLE.format("s") + "n3", "n4"]
-        assert reloaded.view.warnings == []
-
-
-def test_a_marker_reaching_back_past_the_checkpoint_is_still_honoured():
-    with new_session() as session:
-        session.append([user(f"m{i}") for i in range(20)] + [compaction("s", 18)])
-    # Another program appends a marker that retains more than the checkpoint skips.
-    write_lines(session.dir / "messages.jsonl", {"role": "compaction", "content": "t", "compacted_through": 15})
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("t") + "m15", "m16", "m17", "m18", "m19"]
-
-
-def test_a_log_without_a_checkpoint_gets_one_with_the_next_batch():
-    session = opened_with_log(*[{"role": "user", "content": f"m{i}"} for i in range(30)],
-                              {"role": "compaction", "content": "s", "compacted_through": 28})
-    assert "view_index" not in json.loads((session.dir / "meta.json").read_text())
-    session.append([user("x")])
-    session.close()
-    checkpoint = json.loads((session.dir / "meta.json").read_text())["view_index"]
-    scribble_before(session.dir / "messages.jsonl", checkpoint["offset"])
-    with Session.open(session.dir) as reloaded:
-        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("s") + "m28", "m29", "x"]
-        assert reloaded.view.warnings == []
 
 
 # -- repairing unanswered tool calls -----------------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""Reading a session log's lines: the one way every reader of `messages.jsonl` takes them.
+
+The loader (iota.sessions.log), the offset index beside the log (iota.sessions.offsets), the
+history pages, the search index and the journal all read the same lines the same way: a line
+is one compact JSON object with a string `role`; anything else (a torn write, a line of NUL
+bytes, a hand-edited mistake) is skipped, and a line longer than `LINE_CAP` is skipped whole
+without being held in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+# The longest line (record plus newline) written to or read from the log.
+LINE_CAP = 32 * 1024 * 1024
+
+
+def read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
+    """(offset, line) from `offset` on; a line over `LINE_CAP` is skipped whole and given as None."""
+    f.seek(offset)
+    while line := f.readline(LINE_CAP):
+        start = offset
+        offset += len(line)
+        if len(line) == LINE_CAP and not line.endswith(b"\n"):
+            while (line := f.readline(LINE_CAP)) and not line.endswith(b"\n"):
+                offset += len(line)
+            offset += len(line)
+            yield start, None
+        else:
+            yield start, line
+
+
+def decode_record(line: bytes) -> dict[str, Any] | None:
+    """A record, or None for anything that is not a JSON object with a string `role`."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("role"), str):
+        return None
+    return record
+
+
+def line_sum(line: bytes) -> int:
+    """A line's fingerprint: the first 8 bytes of its sha256, as a number. What a pointer into
+    the log records of the line it points at, so a log changed under it is noticed."""
+    return int.from_bytes(hashlib.sha256(line).digest()[:8], "little")
+
+
+def sum_at(f: BinaryIO, offset: int) -> int:
+    """The fingerprint of the line starting at `offset`."""
+    f.seek(offset)
+    return line_sum(f.readline(LINE_CAP))

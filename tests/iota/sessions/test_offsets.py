@@ -1,0 +1,274 @@
+"""messages.idx, the offset index beside the log: a session opens from where its view begins,
+whatever happened to the index, and a never-compacted log too long to send opens from its tail."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+
+import pytest
+
+from iota.messages import Message, ToolCall
+from iota.paths import sessions_dir
+from iota.sessions import bundle as bundle_module
+from iota.sessions import offsets
+from iota.sessions.bundle import Session, new_session_id
+from iota.sessions.log import left_out_note, load_log, summary_preamble
+from tests.iota.sessions.test_bundle import PREAMBLE, compaction, make_bundle, new_session, user, write_lines
+
+
+def index_of(bundle: Path) -> list[tuple[int, int, int]]:
+    """The entries in a bundle's messages.idx, (offset, kind, sum)."""
+    entries = offsets.read_index(bundle / offsets.INDEX_NAME)
+    assert entries is not None, "the index is missing or not an index"
+    return [(entries.offset(i), entries.kind(i), entries.sums[i]) for i in range(len(entries))]
+
+
+def rebuilt(bundle: Path) -> list[tuple[int, int, int]]:
+    """The entries read afresh from the whole log."""
+    with open(bundle / "messages.jsonl", "rb") as f:
+        entries = offsets.rebuilt(f)
+    return [(entries.offset(i), entries.kind(i), entries.sums[i]) for i in range(len(entries))]
+
+
+def line_start(bundle: Path, content: str) -> int:
+    """Where the record with this content starts in the log."""
+    offset = 0
+    for line in (bundle / "messages.jsonl").read_bytes().splitlines(keepends=True):
+        if json.loads(line).get("content") == content:
+            return offset
+        offset += len(line)
+    raise AssertionError(f"no record {content!r}")
+
+
+def scribble_before(log: Path, end: int, keep: tuple[int, ...] = ()) -> None:
+    """Turn every line that starts before `end` into garbage, except those starting at `keep`:
+    a load that read any of them would warn of unreadable lines."""
+    data = bytearray(log.read_bytes())
+    offset = 0
+    for line in bytes(data[:end]).splitlines(keepends=True):
+        if offset not in keep:
+            data[offset: offset + len(line) - 1] = b"#" * (len(line) - 1)
+        offset += len(line)
+    log.write_bytes(bytes(data))
+
+
+# -- the writer keeps it true --------------------------------------------------------------------------
+
+
+def test_the_writers_index_is_the_one_a_reading_of_the_whole_log_gives():
+    call = ToolCall("c1", "read", {"path": "a"})
+    with new_session() as session:
+        session.append([Message("system", "sys")] + [user(f"m{i}") for i in range(6)])
+        session.append([Message("assistant", tool_calls=[call]), Message("tool", "ok", tool_call_id="c1")])
+        session.append([compaction("s", 5), user("x"), Message("system", "sys2")])
+        session.rewind(line_start(session.dir, "x"), "x")
+        session.append([user("y"), Message("assistant", "z")])
+        assert index_of(session.dir) == rebuilt(session.dir)
+        kinds = [kind for _, kind, _ in index_of(session.dir)]
+        assert kinds == [offsets.SYSTEM_KIND] + [offsets.CONVERSATION_KIND] * 8 + [offsets.COMPACTION_KIND] + \
+            [offsets.CONVERSATION_KIND] * 2  # x and sys2 were rewound
+
+
+# -- opening from the index ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "after, expected",
+    [
+        ([user("x")], ["sys", PREAMBLE.format("s") + "m94", "m95", "m96", "m97", "m98", "m99", "x"]),
+        ([Message("system", "sys2"), user("x")],
+         ["sys2", PREAMBLE.format("s") + "m94", "m95", "m96", "m97", "m98", "m99", "x"]),
+        ([Message("system", system_cleared=True)],
+         [PREAMBLE.format("s") + "m94", "m95", "m96", "m97", "m98", "m99"]),
+    ],
+)
+def test_a_compacted_log_is_loaded_without_reading_what_came_before(after, expected):
+    with new_session() as session:
+        session.append([Message("system", "sys")] + [user(f"m{i}") for i in range(100)])
+        session.append([compaction("s", 94)] + after)
+    scribble_before(session.dir / "messages.jsonl", line_start(session.dir, "m94"), keep=(0,))
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == expected
+        assert reloaded.view.warnings == []  # the scribbled lines were never read
+        assert reloaded.conversation_count == 100 + sum(m.role == "user" for m in after)
+        assert reloaded.view.message_count == 101 + len(after)
+
+
+def test_a_compaction_that_retains_nothing_starts_at_its_marker():
+    with new_session() as session:
+        session.append([user(f"m{i}") for i in range(10)] + [compaction("s", 10)])
+        session.append([user("x")])
+    scribble_before(session.dir / "messages.jsonl", line_start(session.dir, "s"))
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("s") + "x"]
+        assert reloaded.view.warnings == []
+
+
+def test_the_last_system_record_before_the_start_is_read_on_its_own():
+    with new_session() as session:
+        session.append([Message("system", "old")] + [user(f"m{i}") for i in range(5)] + [Message("system", "new")])
+        session.append([user(f"n{i}") for i in range(5)] + [compaction("s", 8)])
+    log = session.dir / "messages.jsonl"
+    scribble_before(log, line_start(session.dir, "n3"), keep=(line_start(session.dir, "new"),))
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == ["new", PREAMBLE.format("s") + "n3", "n4"]
+        assert reloaded.view.warnings == []
+
+
+def test_a_marker_another_program_appended_is_honoured_even_reaching_back():
+    with new_session() as session:
+        session.append([user(f"m{i}") for i in range(20)] + [compaction("s", 18)])
+    # Appended without the index: it is read at the next open, and it retains more.
+    write_lines(session.dir / "messages.jsonl", {"role": "compaction", "content": "t", "compacted_through": 15})
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("t") + "m15", "m16", "m17", "m18", "m19"]
+    assert index_of(session.dir) == rebuilt(session.dir)
+
+
+# -- an index that does not hold up ---------------------------------------------------------------------------
+
+
+def _entry_bytes(bundle: Path) -> bytearray:
+    return bytearray((bundle / offsets.INDEX_NAME).read_bytes())
+
+
+def _set_word(data: bytearray, entry: int, word: int, value: int) -> None:
+    at = 16 + 16 * entry + 8 * word
+    data[at: at + 8] = value.to_bytes(8, "little")
+
+
+# The log of the next test, as entries: sys, m0 … m19, the marker (through 18), x: 23 entries.
+SPOILS = {
+    "missing": lambda path, data: path.unlink(),
+    "empty": lambda path, data: path.write_bytes(b""),
+    "not an index": lambda path, data: path.write_bytes(b"#" * len(data)),
+    "header only": lambda path, data: path.write_bytes(bytes(data[:16])),
+    "a torn last entry": lambda path, data: path.write_bytes(bytes(data[:-5])),
+    "the last entries lost": lambda path, data: path.write_bytes(bytes(data[:16 + 16 * 20])),
+    "entries past the end": lambda path, data: (_set_word(data, 22, 0, (1 << 56) | 10 ** 6),
+                                                path.write_bytes(bytes(data))),
+    "the marker's hash": lambda path, data: (_set_word(data, 21, 1, 7), path.write_bytes(bytes(data))),
+    "the start's offset moved": lambda path, data: (_set_word(data, 19, 0, (1 << 56) | 5), path.write_bytes(bytes(data))),
+    "the system's hash": lambda path, data: (_set_word(data, 0, 1, 7), path.write_bytes(bytes(data))),
+    # Self-consistent but wrong: the "system record" is a user message.
+    "a user line as the system": lambda path, data: (data.__setitem__(slice(16, 32), data[32:48]),
+                                                     data.__setitem__(slice(23, 24), b"\x02"),
+                                                     path.write_bytes(bytes(data))),
+}
+
+
+@pytest.mark.parametrize("spoil", SPOILS.values(), ids=SPOILS.keys())
+def test_an_index_that_does_not_hold_up_is_rebuilt_and_the_view_is_right(spoil):
+    with new_session() as session:
+        session.append([Message("system", "sys")] + [user(f"m{i}") for i in range(20)])
+        session.append([compaction("s", 18), user("x")])
+    path = session.dir / offsets.INDEX_NAME
+    spoil(path, _entry_bytes(session.dir))
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == ["sys", PREAMBLE.format("s") + "m18", "m19", "x"]
+        assert reloaded.conversation_count == 21 and reloaded.view.message_count == 22
+        assert reloaded.view.warnings == []
+    assert index_of(session.dir) == rebuilt(session.dir)
+
+
+def test_a_log_written_without_an_index_gets_one_and_then_opens_from_it():
+    bundle = make_bundle(sessions_dir(), new_session_id(), model="m")
+    write_lines(bundle / "messages.jsonl", *[{"role": "user", "content": f"m{i}"} for i in range(30)],
+                {"role": "compaction", "content": "s", "compacted_through": 28})
+    Session.open(bundle).close()
+    assert index_of(bundle) == rebuilt(bundle)
+    scribble_before(bundle / "messages.jsonl", line_start(bundle, "m28"))
+    with Session.open(bundle) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("s") + "m28", "m29"]
+        assert reloaded.view.warnings == []
+
+
+def test_an_index_that_cannot_be_appended_to_is_deleted_so_no_entry_goes_missing(monkeypatch):
+    with new_session() as session:
+        session.append([user(f"m{i}") for i in range(5)])
+        real_write = offsets.os.write
+
+        def full_disk(fd, data):
+            if fd == session._offsets._fd:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_write(fd, data)
+
+        monkeypatch.setattr(offsets.os, "write", full_disk)
+        session.append([user("lost from the index")])
+        monkeypatch.setattr(offsets.os, "write", real_write)
+        assert not (session.dir / offsets.INDEX_NAME).exists()
+        session.append([user("after"), compaction("s", 6)])  # not appended to a file that lost an entry
+        assert not (session.dir / offsets.INDEX_NAME).exists()
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == [PREAMBLE.format("s") + "after"]
+    assert index_of(session.dir) == rebuilt(session.dir)
+
+
+def test_a_rewind_to_a_negative_byte_undoes_nothing_and_opens():
+    with new_session() as session:
+        session.append([user("a"), Message("assistant", "b")])
+    write_lines(session.dir / "messages.jsonl", {"role": "rewind", "rewound_to": -5}, {"role": "user", "content": "c"})
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == ["a", "b", "c"]
+
+
+# -- a never-compacted log too long to send ---------------------------------------------------------------------
+
+
+def long_session(rounds: int) -> Session:
+    """`rounds` rounds of ask, tool call, result, answer, with a notice now and then; closed."""
+    with new_session() as session:
+        session.append([Message("system", "sys")])
+        for i in range(rounds):
+            call = ToolCall(f"c{i}", "read", {"path": f"f{i}"})
+            session.append([user(f"ask {i} " + "x" * 200), Message("assistant", tool_calls=[call]),
+                            Message("tool", "y" * 300, tool_call_id=f"c{i}", tool_call_name="read")]
+                           + ([Message("user", f"job {i} done", notice=True)] if i % 3 == 0 else [])
+                           + [Message("assistant", f"answer {i}")])
+    return session
+
+
+def test_a_never_compacted_log_past_the_tail_opens_from_a_round_in_its_tail(monkeypatch):
+    session = long_session(200)
+    size = (session.dir / "messages.jsonl").stat().st_size
+    monkeypatch.setattr(bundle_module, "TAIL_BYTES", size // 10)
+    with Session.open(session.dir) as reloaded:
+        view = reloaded.view
+        first = view.messages[1]
+        assert view.messages[0].content == "sys"
+        assert first.role == "user" and not first.notice
+        assert first.content.startswith(summary_preamble(left_out_note(view.left_out)))
+        assert first.content.endswith("x" * 200) and "ask " in first.content
+        asked = int(first.content.split("ask ")[1].split()[0])
+        assert view.left_out == sum(4 + (i % 3 == 0) for i in range(asked)) > 0
+        assert len(view.messages) - 1 == reloaded.conversation_count - view.left_out
+        assert reloaded.conversation_count == sum(4 + (i % 3 == 0) for i in range(200))
+        assert view.message_count == reloaded.conversation_count + 1
+        loaded = sum(len(m.content) for m in view.messages)
+        assert loaded < size // 10
+        assert view.last_usage is None and view.warnings == []
+        assert [offset for offset, _ in view.rewind_points][0] == line_start(session.dir, f"ask {asked} " + "x" * 200)
+        # A compaction now counts its N against the whole log, and the next open starts there.
+        kept = reloaded.conversation_count - 4
+        reloaded.append([compaction("s", kept)])
+    monkeypatch.setattr(bundle_module, "TAIL_BYTES", size * 2)
+    with Session.open(session.dir) as again:
+        assert [m.content for m in again.view.messages] == \
+            ["sys", PREAMBLE.format("s") + "ask 199 " + "x" * 200, "", "y" * 300, "answer 199"]
+        assert again.view.left_out == 0
+
+
+def test_a_never_compacted_log_within_the_tail_opens_whole():
+    session = long_session(20)
+    view, _ = load_log(session.dir / "messages.jsonl", tail_bytes=10 ** 9)
+    assert view.left_out == 0 and len(view.messages) == 1 + sum(4 + (i % 3 == 0) for i in range(20))
+    assert not view.messages[1].content.startswith("[Earlier")
+
+
+def test_a_last_round_longer_than_the_tail_is_still_whole(monkeypatch):
+    session = long_session(3)
+    view, index = load_log(session.dir / "messages.jsonl", tail_bytes=10)
+    assert view.messages[1].content == summary_preamble(left_out_note(view.left_out)) + "ask 2 " + "x" * 200
+    assert view.left_out == 9 and index.conversation_count == 13
