@@ -5,10 +5,12 @@
 For logs of 100, 10,000 and 100,000 records (--sizes) it times `Session.open` (lock, torn-tail check,
 view load, repair) and `close`, as `iota resume` and a bot's start do:
 
-    plain          never compacted: the whole log is the view
-    compacted      compacted near the end down to ~50 messages; loads from meta.json's checkpoint
-    no checkpoint  the same log with the checkpoint removed (as written by a program that does not
-                   keep one): a full scan, the fallback
+    plain          never compacted: the view is the whole log, or its last 4 MiB (TAIL_BYTES) when
+                   it is longer, opened from a round there with the rest left out
+    compacted      compacted near the end down to ~50 messages; loads from where the offset index
+                   (messages.idx) says the view begins
+    no index       the same log without its index (as written by a program that does not keep
+                   one): the open reads the whole log once to rebuild it; a fresh copy each run
     unfinished     the plain log ending in a turn killed mid-way (its user message, a reply asking
                    for a tool that had started, streamed text, no `turn_end`): the open closes it
                    and appends the closing records
@@ -18,12 +20,14 @@ Every record is written with a turn id, as the chat writes them. An open that re
 bundle, so each timed open of an unfinished log opens a fresh copy (the copy is not timed). The
 five cases of a log length take turns run by run (interleaved); min / median / max are printed,
 then how much longer the longest log takes to open than the shortest (a compacted log should not).
+Peak memory is what Python allocated during one more open of each case, untimed (tracemalloc).
 
 Runs with HOME pointed at a temporary directory that is deleted afterwards.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -31,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -101,18 +106,22 @@ def build(records: int, compacted: bool, unfinished: bool = False) -> Path:
         return session.dir
 
 
-def without_checkpoint(bundle: Path) -> Path:
+def without_index(bundle: Path) -> Path:
+    """A copy of `bundle` without what tells the loader where the view begins: messages.idx, and
+    meta.json's `view_index` (where iota kept it before messages.idx, so this runs on older code)."""
     copy = bundle.with_name(bundle.name[:-1] + "x")
     shutil.copytree(bundle, copy)
+    (copy / "messages.idx").unlink(missing_ok=True)
     meta = json.loads((copy / "meta.json").read_text())
-    del meta["view_index"]
+    meta.pop("view_index", None)
     (copy / "meta.json").write_text(json.dumps(meta, indent=2))
     return copy
 
 
-def time_open(bundle: Path, fresh: bool) -> tuple[float, int]:
+def open_once(bundle: Path, fresh: bool, closes: bool) -> tuple[float, int]:
     """Seconds to open the session, and the length of the view it loaded; `fresh`: the open gets
-    an untouched copy of the bundle (the open repairs it), whose making is not timed."""
+    an untouched copy of the bundle (the open changes it), whose making is not timed; `closes`:
+    the open must close an unfinished turn."""
     opened = bundle
     if fresh:
         opened = bundle.with_name(bundle.name[:-1] + "c")
@@ -124,8 +133,19 @@ def time_open(bundle: Path, fresh: bool) -> tuple[float, int]:
     seconds = time.perf_counter() - started
     loaded = len(session.view.messages)
     session.close()
-    assert not fresh or session.view.closing, "the unfinished turn was not closed"
+    assert not closes or session.view.closing, "the unfinished turn was not closed"
     return seconds, loaded
+
+
+def peak_mib(bundle: Path, fresh: bool, closes: bool) -> float:
+    """What Python allocated at the most during one open, in MiB."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        open_once(bundle, fresh, closes)
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
@@ -140,24 +160,26 @@ def main() -> None:
     os.environ["HOME"] = home
     try:
         print(f"Session.open + close, {args.runs} interleaved runs, ms\n")
-        print(f"{'records':>8}  {'log size':>9}  {'case':22} {SPREAD_HEADER}  view")
+        print(f"{'records':>8}  {'log size':>9}  {'case':22} {SPREAD_HEADER}  {'view':>6}  peak MiB")
         medians: dict[tuple[str, int], float] = {}
         for records in sizes:
             compacted = build(records, compacted=True)
-            cases = {"plain": (build(records, compacted=False), False),
-                     "compacted": (compacted, False),
-                     "no checkpoint": (without_checkpoint(compacted), False),
-                     "unfinished": (build(records, compacted=False, unfinished=True), True),
-                     "compacted, unfinished": (build(records, compacted=True, unfinished=True), True)}
+            # name: (bundle, a fresh copy each open, the open closes a turn)
+            cases = {"plain": (build(records, compacted=False), False, False),
+                     "compacted": (compacted, False, False),
+                     "no index": (without_index(compacted), True, False),
+                     "unfinished": (build(records, compacted=False, unfinished=True), True, True),
+                     "compacted, unfinished": (build(records, compacted=True, unfinished=True), True, True)}
             timings: dict[str, list[float]] = {name: [] for name in cases}
             views: dict[str, int] = {}
             for _, name in interleaved(list(cases), args.runs):
-                seconds, views[name] = time_open(*cases[name])
+                seconds, views[name] = open_once(*cases[name])
                 timings[name].append(seconds)
             size = (cases["plain"][0] / "messages.jsonl").stat().st_size / 1e6
             for name, values in timings.items():
                 medians[name, records] = statistics.median(values)
-                print(f"{records:>8,}  {size:>6.1f} MB  {name:22} {spread(values, 1e3, 2)}  {views[name]}")
+                print(f"{records:>8,}  {size:>6.1f} MB  {name:22} {spread(values, 1e3, 2)}  {views[name]:>6}"
+                      f"  {peak_mib(*cases[name]):8.1f}")
         print("\nview: the number of messages in the loaded view")
         if len(sizes) > 1:
             print(f"\nratios of the medians, {max(sizes):,} over {min(sizes):,} records")

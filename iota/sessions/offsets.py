@@ -35,8 +35,10 @@ compact at once (see docs/sessions.md).
 from __future__ import annotations
 
 import os
+import sys
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -50,6 +52,8 @@ CONVERSATION_KIND, SYSTEM_KIND, COMPACTION_KIND = 1, 2, 3
 KINDS = {USER: CONVERSATION_KIND, ASSISTANT: CONVERSATION_KIND, TOOL: CONVERSATION_KIND,
          SYSTEM: SYSTEM_KIND, COMPACTION: COMPACTION_KIND}
 _KIND_SHIFT = 56
+_KIND_BYTE = 7 if sys.byteorder == "little" else 0  # where the top byte sits in a word's bytes
+_CONVERSATION, _SYSTEM, _COMPACTION = (bytes([kind]) for kind in (CONVERSATION_KIND, SYSTEM_KIND, COMPACTION_KIND))
 _OFFSET_MASK = (1 << _KIND_SHIFT) - 1
 # The magic, then the number 1 in this machine's byte order: an index written on a machine of
 # the other order reads as a wrong header and is rebuilt.
@@ -81,6 +85,10 @@ class Entries:
         """Forget the entries at byte `target` and after (a rewind, or a log cut shorter)."""
         keep = bisect_left(self.words, target, key=lambda word: word & _OFFSET_MASK)
         del self.words[keep:], self.sums[keep:]
+
+    def kinds(self) -> bytes:
+        """Every entry's kind, a byte each: searched as a string, it costs no Python loop."""
+        return self.words.tobytes()[_KIND_BYTE::8]
 
     def holds(self, f: BinaryIO, i: int) -> bool:
         """Whether entry `i`'s line is still the one it was written for."""
@@ -183,42 +191,42 @@ class Start:
 
 def view_start(entries: Entries, f: BinaryIO, tail_bytes: int | None) -> Start | None:
     """Where the loader should start reading, from the entries; None to read the whole log
-    (nothing to skip). Raises StaleEntry when an entry it would start from does not hold up."""
-    last_compaction = next((i for i in range(len(entries) - 1, -1, -1) if entries.kind(i) == COMPACTION_KIND),
-                           None)
-    conversation = [i for i in range(len(entries)) if entries.kind(i) == CONVERSATION_KIND]
+    (nothing to skip). Raises StaleEntry when an entry it would start from does not hold up.
+
+    Its cost does not grow with the log: the entries' kinds are searched as one byte string,
+    and only the lines it starts from are read."""
+    kinds = entries.kinds()
+    conversations = kinds.count(_CONVERSATION)
     left_out = 0
-    if last_compaction is not None:
+    last_compaction = kinds.rfind(_COMPACTION)
+    if last_compaction >= 0:
         _check(entries, f, last_compaction)
         f.seek(entries.offset(last_compaction))
-        record = decode_record(f.readline(LINE_CAP)) or {}
-        through = record.get("compacted_through")
-        through = through if type(through) is int else 0
-        retained = min(max(through, 0), len(conversation))
+        through = (decode_record(f.readline(LINE_CAP)) or {}).get("compacted_through")
+        retained = min(max(through if type(through) is int else 0, 0), conversations)
         first = last_compaction
-        if retained < len(conversation):
-            first = min(first, conversation[retained])
+        if retained < conversations:
+            first = min(first, _nth(kinds, retained, conversations))
     else:
         size = f.seek(0, os.SEEK_END)
-        if tail_bytes is None or not conversation or size - entries.offset(conversation[0]) <= tail_bytes:
+        if tail_bytes is None or not conversations or size - entries.offset(kinds.find(_CONVERSATION)) <= tail_bytes:
             return None
-        start = _turn_start(entries, f, conversation, size - tail_bytes)
-        if start is None:
+        found = _turn_start(entries, f, kinds, size - tail_bytes)
+        if found is None:
             return None
-        first, left_out = conversation[start], start
+        first, left_out = found, kinds.count(_CONVERSATION, 0, found)
     _check(entries, f, first)
     at = entries.offset(first)
     if at == 0:
         return None
     # Entries are in log order: those before the first one read are the records before it.
-    before = first
-    systems = [i for i in range(before) if entries.kind(i) == SYSTEM_KIND]
-    conversation_before = bisect_left(conversation, before)
+    conversation_before = kinds.count(_CONVERSATION, 0, first)
+    last_system = kinds.rfind(_SYSTEM, 0, first)
     system = None
-    if systems:
-        _check(entries, f, systems[-1])
-        system = entries.offset(systems[-1])
-    return Start(at, conversation_before, conversation_before + len(systems), system, left_out)
+    if last_system >= 0:
+        _check(entries, f, last_system)
+        system = entries.offset(last_system)
+    return Start(at, conversation_before, conversation_before + kinds.count(_SYSTEM, 0, first), system, left_out)
 
 
 def _check(entries: Entries, f: BinaryIO, i: int) -> None:
@@ -226,17 +234,42 @@ def _check(entries: Entries, f: BinaryIO, i: int) -> None:
         raise StaleEntry(f"entry {i}")
 
 
-def _turn_start(entries: Entries, f: BinaryIO, conversation: list[int], after: int) -> int | None:
-    """The number of the first conversation record at or after byte `after` that is the person's
-    message (a round starts there, so no tool call is parted from its result); else the last
-    one before it (the last round alone is longer). None when there is none at all."""
-    first = bisect_left(conversation, after, key=entries.offset)
-    for k in [*range(first, len(conversation)), *range(first - 1, -1, -1)]:
-        f.seek(entries.offset(conversation[k]))
+def _nth(kinds: bytes, n: int, total: int) -> int:
+    """The entry of conversation record `n` (from 0) of `total`, counted from the nearer end."""
+    if n < total - n:
+        i = -1
+        for _ in range(n + 1):
+            i = kinds.find(_CONVERSATION, i + 1)
+        return i
+    i = len(kinds)
+    for _ in range(total - n):
+        i = kinds.rfind(_CONVERSATION, 0, i)
+    return i
+
+
+def _turn_start(entries: Entries, f: BinaryIO, kinds: bytes, after: int) -> int | None:
+    """The first conversation entry at or after byte `after` that is the person's message (a
+    round starts there, so no tool call is parted from its result); else the last one before it
+    (the last round alone is longer). None when there is none at all."""
+    first = bisect_left(entries.words, after, key=lambda word: word & _OFFSET_MASK)
+    for i in _conversation_entries(kinds, first):
+        f.seek(entries.offset(i))
         record = decode_record(f.readline(LINE_CAP))
         if record is not None and record["role"] == USER and not record.get("notice"):
-            return k
+            return i
     return None
+
+
+def _conversation_entries(kinds: bytes, first: int) -> Iterator[int]:
+    """The conversation entries from entry `first` to the end, then those before it, backwards."""
+    i = kinds.find(_CONVERSATION, first)
+    while i >= 0:
+        yield i
+        i = kinds.find(_CONVERSATION, i + 1)
+    i = kinds.rfind(_CONVERSATION, 0, first)
+    while i >= 0:
+        yield i
+        i = kinds.rfind(_CONVERSATION, 0, i)
 
 
 class OffsetsFile:
