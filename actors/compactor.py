@@ -4,6 +4,9 @@ A chat or agent asks first: when the message about to be sent would take the con
 max(80% of the window, window − 16k), the person is asked `Context … — compact before
 sending?` (Compact now / Not now). "Not now" is remembered, and the question comes back only
 once the context has grown by another 5% of the window. `/compact [hint]` compacts at once.
+A conversation opened from the tail of a never-compacted log (iota.sessions.log), or one already
+past the threshold when it opens, is asked at once, before anything is typed (`offer_at_open`);
+a bot compacts by itself at open then.
 
 The compaction replaces all but the last turn with a summary: one record is appended to the
 log (nothing is deleted from it), and the live view becomes the summary-preambled first kept
@@ -44,12 +47,26 @@ class CompactionOffer:
         self.declined_at: int | None = None
 
     async def __call__(self, lane: Lane, user: Message) -> None:
+        if self._due(lane, [user]):
+            await self._ask(lane, compaction.offer_question(lane.meter.status()))
+
+    def offer_at_open(self, lane: Lane) -> None:
+        """At start: a conversation opened without part of its log, or already past the
+        threshold, is offered compaction at once, as lane work ahead of anything typed."""
+        left_out = lane.conversation.left_out
+        if not left_out and not self._due(lane, []):
+            return
+        question = compaction.left_out_question(left_out) if left_out else \
+            compaction.offer_question(lane.meter.status())
+        lane.inbox.put_first(Command("offer compaction", "", lambda lane, _: self._ask(lane, question)))
+
+    def _due(self, lane: Lane, adding: list[Message]) -> bool:
         window = lane.setup.model.context_window
         threshold = compaction.snoozed(compaction.normal_threshold(window), window, self.declined_at)
-        if not lane.meter.reaches(threshold, adding=[user]):
-            return
-        answer = await lane.ask(compaction.offer_question(lane.meter.status()),
-                                (compaction.COMPACT_NOW, compaction.NOT_NOW))
+        return lane.meter.reaches(threshold, adding=adding)
+
+    async def _ask(self, lane: Lane, question: str) -> None:
+        answer = await lane.ask(question, (compaction.COMPACT_NOW, compaction.NOT_NOW))
         if answer == 0:
             self.declined_at = None
             await compact_now(lane)
@@ -80,7 +97,8 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
     try:
         compacted = await compaction.compact(lane.setup.provider(), lane.setup.model.id, conversation.messages,
                                              count, hint=hint, bot_memory=bot_memory, flush_saved=flush_saved,
-                                             flush_skipped=flush_skipped, running_summary=running_summary)
+                                             flush_skipped=flush_skipped, running_summary=running_summary,
+                                             window=lane.setup.model.context_window)
     except IotaError as error:  # CompactionFailed, or the provider's own error
         lane.notice(compaction.failed_line(error), warning=True)
         return Outcome.FAILED, str(error)
@@ -148,7 +166,8 @@ class BotCompactor:
     def check(self, lane: Lane) -> None:
         """After a turn (and at start): past the threshold, queue the flush, or owe a compaction
         without one when a message is already waiting."""
-        if self.flush_queued or self.owed or not lane.meter.reaches(self.threshold(lane)):
+        if self.flush_queued or self.owed or not (lane.meter.reaches(self.threshold(lane))
+                                                   or lane.conversation.left_out):
             return
         if lane.inbox.has(UserMessage) or self.remember is None:
             self.owed, self.flush_done = True, False

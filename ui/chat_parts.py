@@ -99,6 +99,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
     commands = {name: entry for name, entry in COMMANDS.items()
                 if not (name == "skills" and setup.mode == "chat") and not (name == "session" and chat.bot)}
     compactor = chat.compactor
+    offer = CompactionOffer() if compactor is None else None  # a chat or agent asks before it compacts
     if compactor is not None:
         commands["compact"] = (COMMANDS["compact"][0], compactor.command)
     if chat.watcher.memory is not None:
@@ -129,7 +130,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         # The files the message mentions (`@path`) go with it before anything else looks at it.
         before_send=[attach_mentions, *([chat.typed.before_send] if chat.typed else []),
                      *([upkeep.before_send] if upkeep else []), chat.watcher.before_send, *([skills.before_send] if skills else []),
-                     compactor.before_send if compactor else CompactionOffer(),
+                     compactor.before_send if compactor else offer,
                      *([upkeep.carry_summary] if upkeep else []), *(work.before_send if work else []),
                      *([chat.durables.before_send] if chat.durables else []),
                      *([chat.journal.before_send] if chat.journal else []),
@@ -139,7 +140,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         recover=compactor.recover if compactor else None,
         host_outlets=[StateFileOutlet(bots.bot_dir(setup.agent.name), setup.agent.name, setup.project_root,
                                       host.tmux)] if chat.bot else [],
-        on_start=[show_what_it_shows, starting_mode(chosen_mode), *([compactor.check] if compactor else []),
+        on_start=[show_what_it_shows, starting_mode(chosen_mode), compactor.check if compactor else offer.offer_at_open,
                   *(work.on_start if work else [])],
         # The `@` list's file listing runs beside the lane in every chat. A bot's session keeps
         # the bot's name (no title pass); its scheduler, its journal's writer and its upkeep run

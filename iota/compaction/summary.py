@@ -72,8 +72,8 @@ __all__ = [
     "COMPACTED_WITHOUT_FLUSH", "COMPACTING", "COMPACT_NOW", "FLUSH_NOTICE", "FLUSH_TRANSCRIPT_LINE",
     "EMPTY_SUMMARY", "MIN_BOT_WINDOW", "NOTHING_TO_COMPACT", "NOT_NOW", "NOT_SAVED", "SUMMARY_INSTRUCTION", "Compacted", "CompactionFailed", "Meter", "Split", "TokenCount",
     "bot_reserve", "bot_threshold", "compact", "compacted_line", "failed_line",
-    "failing_alert", "flush_notice", "is_flush_notice", "message_tokens", "normal_threshold", "offer_question",
-    "recent_identifiers", "snoozed", "split_for_compaction", "summarize", "summary_request",
+    "failing_alert", "flush_notice", "left_out_question", "is_flush_notice", "message_tokens", "normal_threshold", "offer_question",
+    "recent_identifiers", "snoozed", "split_for_compaction", "summarize", "summary_request", "transcript_budget",
 ]
 
 # -- what the chat shows ---------------------------------------------------------------------------
@@ -101,6 +101,12 @@ def failed_line(reason: object) -> str:
 def offer_question(status: str) -> str:
     """The agent's confirm before a send past the threshold (answers COMPACT_NOW / NOT_NOW)."""
     return f"Context {status} — compact before sending?"
+
+
+def left_out_question(count: int) -> str:
+    """The confirm at the start of a chat opened from the tail of a never-compacted log."""
+    records = "1 earlier message was" if count == 1 else f"{count:,} earlier messages were"
+    return f"This conversation was never compacted and is too long to send: {records} not loaded — compact now?"
 
 
 def failing_alert(bot: str, reason: object) -> str:
@@ -210,12 +216,15 @@ def summary_request(
     flush_saved: int = 0,
     retry_note: str = "",
     running_summary: str = "",
+    budget: int | None = None,
 ) -> str:
     """The text of the one user message that asks for a summary of `messages`.
 
     `bot_memory` is the bot's MEMORY.md body ("" when empty), None outside a bot. `retry_note`
     says what was wrong with a first answer (see `retry_note`); it follows the hint, so it too
-    is guidance ahead of the data.
+    is guidance ahead of the data. `budget` is how many characters of conversation the request
+    may carry (see `transcript_budget`); the oldest messages past it are left out, and the
+    request says how many.
     """
     parts = [SUMMARY_INSTRUCTION]
     if bot_memory is not None:
@@ -241,9 +250,39 @@ def summary_request(
         parts.append("\n--- CONVERSATION START ---\n")
     else:
         parts.append("\n\n--- CONVERSATION START ---\n")
-    parts.extend(line + "\n" for line in transcript_lines(messages))
+    lines = transcript_lines(messages)
+    kept = _newest_within(lines, budget)
+    if kept < len(lines):
+        parts.append(left_out_line(len(lines) - kept) + "\n")
+    parts.extend(line + "\n" for line in lines[len(lines) - kept:])
     parts.append("--- CONVERSATION END ---")
     return "".join(parts)
+
+
+def transcript_budget(window: int) -> int:
+    """Characters of conversation one summary request may carry for a model of `window` tokens:
+    about half the window at three characters a token, leaving room for the instruction, the
+    memory, the previous summary and the answer. A conversation resumed from its tail, or moved
+    to a model with a smaller window, can be longer than the model reads at once."""
+    return window * 3 // 2
+
+
+def left_out_line(count: int) -> str:
+    lines = "line of the conversation is" if count == 1 else f"{count:,} lines of the conversation are"
+    return (f"[The oldest {lines} left out here: the whole conversation is longer than one summary request "
+            "can hold. Summarise what follows.]")
+
+
+def _newest_within(lines: list[str], budget: int | None) -> int:
+    """How many of the last `lines` fit in `budget` characters (one at least: the newest)."""
+    if budget is None:
+        return len(lines)
+    used = 0
+    for kept, line in enumerate(reversed(lines)):
+        used += len(line) + 1
+        if used > budget and kept:
+            return kept
+    return len(lines)
 
 
 def transcript_lines(messages: Sequence[Message], result_cap: int = TOOL_RESULT_CAP) -> list[str]:
@@ -347,14 +386,16 @@ async def summarize(
     bot_memory: str | None = None,
     flush_saved: int = 0,
     running_summary: str = "",
+    budget: int | None = None,
 ) -> tuple[str, Usage]:
-    """The summary of `split.middle` (trimmed) and what asking for it cost, both calls if there were two.
+    """The summary of `split.middle` (trimmed, within `budget` characters of conversation) and
+    what asking for it cost, both calls if there were two.
 
     Raises CompactionFailed: `empty summary`, or the provider's own error text.
     """
     def request(note: str = "") -> str:
         return summary_request(split.middle, split.previous_summary, hint, bot_memory, flush_saved, note,
-                               running_summary)
+                               running_summary, budget)
 
     identifiers = recent_identifiers(split.middle)
     summary, usage = await _ask(provider, model_id, request())
@@ -400,8 +441,10 @@ async def compact(
     flush_saved: int = 0,
     flush_skipped: bool = False,
     running_summary: str = "",
+    window: int | None = None,
 ) -> Compacted | None:
-    """Summarise all but the last turn of the live view `messages`.
+    """Summarise all but the last turn of the live view `messages`, as much of it as the summary
+    request can carry for a model of `window` tokens (`transcript_budget`).
 
     `conversation_count` is the conversation records in the log (`Session.conversation_count`);
     every message of the view must already be saved. `bot_memory` is a bot's MEMORY.md body read
@@ -419,7 +462,8 @@ async def compact(
     if through < 0:
         raise CompactionFailed(NOT_SAVED)
     summary, usage = await summarize(provider, model_id, split, hint=hint, bot_memory=bot_memory,
-                                     flush_saved=flush_saved, running_summary=running_summary)
+                                     flush_saved=flush_saved, running_summary=running_summary,
+                                     budget=transcript_budget(window) if window else None)
     record = Message(COMPACTION, summary, compacted_through=through, usage=usage, flush_skipped=flush_skipped)
     first = dataclasses.replace(split.tail[0], content=summary_preamble(summary) + split.tail[0].content)
     return Compacted(record, [*split.head, first, *split.tail[1:]])

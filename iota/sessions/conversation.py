@@ -43,6 +43,9 @@ class Conversation:
     session: Session | None = None
     instructions: str = ""       # the person's system prompt, stored as the bundle's system record
     system_saved: bool = False   # whether the bundle already holds it
+    # Conversation records of a never-compacted log the view was opened without (see
+    # iota.sessions.log); 0 once a compaction summarises the view.
+    left_out: int = 0
 
     @classmethod
     def from_session(cls, session: Session) -> Conversation:
@@ -57,6 +60,7 @@ class Conversation:
         self.session = session
         self.instructions = next((m.content for m in reversed(view) if m.role == SYSTEM), "")
         self.system_saved = True
+        self.left_out = session.view.left_out
 
     @property
     def saving(self) -> bool:
@@ -87,6 +91,7 @@ class Conversation:
         if self.session is not None:
             self._append(self.session, [record])
         self.messages = list(messages)
+        self.left_out = 0
 
     def rewind_points(self) -> list[RewindPoint]:
         """The person's messages in the conversation, oldest first. Blocking I/O when saving."""

@@ -494,3 +494,26 @@ async def test_a_compaction_survives_a_reopen_and_the_next_one_carries_its_summa
             system(), user(PREAMBLE.format("Shipped after reading notes.md; tagged v2.0.1.") + "Now tag v2.0.1"),
             assistant("Tagged.")]
         assert session.view.messages == again.messages
+
+
+def test_a_conversation_longer_than_the_budget_sends_its_newest_lines_and_says_so():
+    middle = [Message("user", f"question {i} " + "x" * 90) for i in range(100)]
+    whole = summary_request(middle)
+    text = summary_request(middle, budget=1_000)
+    body = text.split("--- CONVERSATION START ---\n")[1]
+    assert body.startswith("[The oldest 91 lines of the conversation are left out here")
+    assert "User: question 90 " in body and "User: question 89 " not in body
+    assert len(body) < 1_000 + 300 and len(whole) > 10_000
+    # The newest line goes even when it alone is over the budget; no budget keeps everything.
+    assert "User: question 99 " in summary_request(middle, budget=10)
+    assert summary_request(middle, budget=None) == whole == summary_request(middle, budget=len(whole))
+
+
+async def test_compact_keeps_the_summary_request_within_the_models_window(fake_model, provider):
+    fake_model.reply("Questions " + " ".join(map(str, range(400))))
+    middle = [Message("user", f"question {i} " + "x" * 900) for i in range(400)] + [Message("user", "last")]
+    await compaction.compact(provider, "gpt-test", middle, len(middle), window=32_000)
+    (request,) = fake_model.requests
+    sent = sent_text(request)
+    assert len(sent) < compaction.transcript_budget(32_000) + 2_000
+    assert "User: question 399 " in sent and "left out here" in sent

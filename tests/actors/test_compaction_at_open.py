@@ -1,0 +1,62 @@
+"""A conversation opened from the tail of a never-compacted log (iota.sessions.log) is offered
+compaction at once: a bot queues its flush and compaction at start, a chat asks before anything
+is typed; one opened whole and under the threshold is left alone."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import trio
+
+from actors.compactor import BotCompactor, CompactionOffer
+from actors.lane import Command, Lane
+from actors.notifier import open_host_link
+from iota import paths
+from iota.chat import prepare_chat
+from iota.config import settings
+from iota.memory.layers import BotMemory
+from iota.messages import ASSISTANT, USER, Message
+from iota.sessions.conversation import Conversation
+from iota.tools.remember import Remember
+
+
+@pytest.mark.parametrize("left_out, queued", [(0, []), (120, ["flush"])])
+async def test_a_bot_opened_from_its_tail_compacts_at_start(project, session, left_out, queued):
+    lane, stop = await _lane(project, session, left_out)
+    memory = BotMemory("coder", paths.bots_dir() / "coder", project_root=project)
+    compactor = BotCompactor("coder", memory, Remember(memory.main, files=memory.files), lambda: [])
+    compactor.check(lane)
+    assert [job.name for job in lane.inbox if isinstance(job, Command)] == queued
+    await stop()
+
+
+@pytest.mark.parametrize("left_out, queued", [(0, []), (120, ["offer compaction"])])
+async def test_a_chat_opened_from_its_tail_is_asked_at_start(project, session, left_out, queued):
+    lane, stop = await _lane(project, session, left_out)
+    CompactionOffer().offer_at_open(lane)
+    assert [job.name for job in lane.inbox if isinstance(job, Command)] == queued
+    await stop()
+
+
+async def _lane(project, session, left_out: int):
+    """A lane over a short conversation (far under the threshold) that left out `left_out`
+    records, not yet running its inbox; and how to stop it."""
+    loaded = settings.load(project)
+    setup = prepare_chat(loaded, settings.find_agent(loaded, "chat"), project)
+    earlier = [Message(USER, "one"), Message(ASSISTANT, "One.")]
+    session.append(earlier)
+    conversation = Conversation(session=session, left_out=left_out)
+    conversation.add(earlier)
+    send, _ = trio.open_memory_channel(math.inf)
+    link, _ = open_host_link()
+    tools = setup.open_tools()
+    toolbox = await tools.__aenter__()
+    lane = Lane(setup, conversation, toolbox, send, link)
+
+    async def stop() -> None:
+        await tools.__aexit__(None, None, None)
+        await setup.provider().aclose()
+        link.close()
+
+    return lane, stop
