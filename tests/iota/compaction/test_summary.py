@@ -502,7 +502,7 @@ def test_a_conversation_longer_than_the_budget_sends_its_newest_lines_and_says_s
     text = summary_request(middle, budget=1_000)
     body = text.split("--- CONVERSATION START ---\n")[1]
     assert body.startswith("[The oldest 91 lines of the conversation are left out here")
-    assert "User: question 90 " in body and "User: question 89 " not in body
+    assert "User: question 91 " in body and "User: question 90 " not in body
     assert len(body) < 1_000 + 300 and len(whole) > 10_000
     # The newest line goes even when it alone is over the budget; no budget keeps everything.
     assert "User: question 99 " in summary_request(middle, budget=10)
