@@ -13,7 +13,7 @@ and leaves this file only once its record is in the log:
 still lists it) from sending it twice: a message whose id is the turn of a user record in the
 view is already sent (`unsent`). The file is a separate one rather than records in the log
 because a queued message can be taken back, dropped, or wait held while compactions and rewinds
-move the log's checkpoint past it; the log stays exactly what was sent.
+move where the log's view begins past it; the log stays exactly what was sent.
 
 An empty queue is no file. A file that cannot be read is reported in one line and left for the
 next write to replace.
