@@ -51,7 +51,7 @@ from iota.sessions.log import (
     load_log,
     repair_tail,
 )
-from iota.sessions.offsets import INDEX_NAME, KINDS, Entries, OffsetsFile
+from iota.sessions.offsets import INDEX_NAME, KINDS, Index, OffsetsFile
 from iota.sessions.meta import (
     META_NAME,
     now_stamp,
@@ -252,11 +252,11 @@ class Session:
                 raise SessionError(f"failed to save session {self.id}: {describe(messages)} not written to "
                                    f"{LOG_NAME}: {exc.strerror}") from exc
             raise
-        offset, written = start, Entries()
+        offset, written = start, []
         for message, line in zip(messages, lines):
             self._index.note(offset, message.role, message.compacted_through)
             if message.role in KINDS:
-                written.add(offset, KINDS[message.role], line)
+                written.append((offset, KINDS[message.role], line))
             offset += len(line)
         self._offsets.append(written)
         count = self.meta.get("message_count")
@@ -357,7 +357,7 @@ class Session:
         self._lock = lock_bundle(self.dir)
         try:
             self._log_fd = _open_log(self.dir / LOG_NAME)
-            self._offsets.replace(Entries())
+            self._offsets.save(Index(rebuilt=True))
             self._write_meta()
         except BaseException:
             self._release()
@@ -366,8 +366,7 @@ class Session:
     def _save_offsets(self, index: LogIndex) -> None:
         """Bring messages.idx up to what the load found (a cache: a failure only costs the next
         open a read of the whole log)."""
-        if index.entries_changed or not self._offsets.path.exists():
-            self._offsets.replace(index.entries)
+        self._offsets.save(index.found)
 
     def _write_meta(self) -> None:
         try:

@@ -52,6 +52,7 @@ built, and the chat offers to compact at once.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -205,9 +206,8 @@ class LogIndex:
     """
 
     def __init__(self, base: int = 0, systems: list[int] | None = None, messages: int = 0, start: int = 0):
-        # The offset index as it should be on disk, and whether the file lags it (`load_log`).
-        self.entries = offsets.Entries()
-        self.entries_changed = False
+        # The offset index as a load found it (`load_log`), for the writer to save.
+        self.found = offsets.Index(rebuilt=True)
         self.base = base
         self.messages = messages  # message records (system ones too) in the log
         self.offsets: list[int] = []
@@ -260,24 +260,31 @@ def load_log(path: Path, tail_bytes: int | None = None) -> tuple[SessionView, Lo
     """Load the live view from where its records begin (iota.sessions.offsets); a log that was
     never compacted only from its last `tail_bytes` when it is longer (None: all of it).
 
-    The index's entries as they should now be on disk are in `LogIndex.entries`, and whether
-    the file lags them in `LogIndex.entries_changed`; the loader itself writes nothing.
+    The offset index as this load found it is in `LogIndex.found`, for the writer to save; the
+    loader itself writes nothing.
     """
     try:
-        with open(path, "rb") as f:
-            stored = offsets.read_index(path.with_name(offsets.INDEX_NAME))
-            entries, changed, start = offsets.locate(f, stored, tail_bytes)
+        with open(path, "rb") as f, _open_index(path.with_name(offsets.INDEX_NAME)) as stored:
+            index, start = offsets.locate(f, stored, tail_bytes)
             loaded = _scan_from(f, start) if start is not None else None
             if loaded is None and start is not None:
-                # The scan found the start wrong, so the entries it came from are: read afresh.
-                entries, changed = offsets.rebuilt(f), True
+                # The scan found the start wrong, so the index it came from is: read it afresh.
+                index = offsets.rebuilt(f)
             if loaded is None:
                 loaded = _scan(f, 0, LogIndex(), None)
                 assert loaded is not None, "a scan from byte 0 always has every retained record"
-            loaded[1].entries, loaded[1].entries_changed = entries, changed
+            index.close()
+            loaded[1].found = index
             return loaded
     except FileNotFoundError:
         return SessionView(), LogIndex()
+
+
+def _open_index(path: Path) -> BinaryIO | contextlib.nullcontext:
+    try:
+        return open(path, "rb")
+    except OSError:
+        return contextlib.nullcontext()
 
 
 def _scan_from(f: BinaryIO, start: offsets.Start) -> tuple[SessionView, LogIndex] | None:

@@ -2,29 +2,39 @@
 
 A bot's log never ends: after a year it may hold a hundred thousand records, of which a resume
 needs those since the last compaction. The index says where they are, so the loader
-(iota.sessions.log) reads the log from there to its end and nothing before:
+(iota.sessions.log) reads the log from there to its end, and of the index itself a handful of
+entries found by binary search; opening costs the conversation's tail, however long its past:
 
-    entries, changed, start = locate(log_file, read_index(bundle / INDEX_NAME), tail_bytes)
-    # start: where the view's records begin (None: read the whole log); entries: the index as it
-    # should now be on disk (changed: the file lags it)
+    index, start = locate(log_file, idx_file, tail_bytes)
+    # start: where the view's records begin (None: read the whole log); index.changed: the file
+    # lags what this load found (the writer saves it, `OffsetsFile.save`)
 
 It holds one entry per record the view is built from, in log order: every conversation record
-(user, assistant, tool), system record and compaction marker. An entry is two little-endian
-64-bit words: the record's byte offset in the log with its kind in the top byte, and the
-first 8 bytes of the sha256 of its line. The entries describe the log as its rewinds left it: a
-rewind drops the entries at and after the byte it goes back to, as the loader would. So entry
-number k of the conversation kind is conversation record k, the N a compaction marker counts.
+(user, assistant, tool), system record and compaction marker. An entry is four little-endian
+64-bit words:
+
+    the record's byte offset in the log, its kind in the top byte (1 conversation, 2 system, 3 compaction)
+    the first 8 bytes of the sha256 of its line
+    the conversation records before it | the system records before it << 32
+    1 + the entry number of the last system record before it | 1 + that of the last compaction << 32 (0: none)
+
+so the last entry alone says where the last compaction is, the entry of conversation record N is
+found by binary search on the counts, and each entry says what came before it. The entries
+describe the log as its rewinds left it: a rewind drops the entries at and after the byte it goes
+back to, as the loader does, so conversation record N is the N a compaction marker counts.
 
 The index is a cache, and never trusted further than it is checked:
-- it is written after the log, without fsync; an entry whose append failed deletes the file,
-  so no entry can be missing between two others (`OffsetsFile`);
-- at open, entries past the end of the log are dropped (a torn tail was cut), the last one's
-  line must still hash as recorded, and the records after it (written after the index was last
+- it is written after the log, without fsync; an entry whose append failed deletes the file, so
+  no entry can be missing between two others (`OffsetsFile`);
+- at open, entries past the end of the log are dropped (a torn tail was cut), the last one's line
+  must still hash as recorded, and the records after it (written after the index was last
   appended to, or by another program) are read and added;
 - every entry the loader starts from is checked against its line's hash too;
 - a missing file, a wrong header or a hash that does not match, and the whole log is read once
   to rebuild it. The loader's own checks (iota.sessions.log) still hold after that: a start the
-  scan finds wrong falls back to reading the whole log.
+  scan finds wrong falls back to reading the whole log, and rebuilds the index.
+What it cannot check is a count in an entry it does not start from: a hand-edited index with
+self-consistent hashes and wrong counts would misplace the view, as a hand-edited log can.
 
 A never-compacted log can outgrow any model's window. Its view is then not loaded whole: the
 loader starts at the first of the person's messages within the last `tail_bytes` of the log,
@@ -35,10 +45,7 @@ compact at once (see docs/sessions.md).
 from __future__ import annotations
 
 import os
-import sys
-from array import array
-from bisect import bisect_left
-from collections.abc import Iterator
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -51,115 +58,184 @@ INDEX_NAME = "messages.idx"
 CONVERSATION_KIND, SYSTEM_KIND, COMPACTION_KIND = 1, 2, 3
 KINDS = {USER: CONVERSATION_KIND, ASSISTANT: CONVERSATION_KIND, TOOL: CONVERSATION_KIND,
          SYSTEM: SYSTEM_KIND, COMPACTION: COMPACTION_KIND}
+_HEADER = b"iota-idx\x02" + bytes(7)
+_ENTRY = struct.Struct("<4Q")
 _KIND_SHIFT = 56
-_KIND_BYTE = 7 if sys.byteorder == "little" else 0  # where the top byte sits in a word's bytes
-_CONVERSATION, _SYSTEM, _COMPACTION = (bytes([kind]) for kind in (CONVERSATION_KIND, SYSTEM_KIND, COMPACTION_KIND))
-_OFFSET_MASK = (1 << _KIND_SHIFT) - 1
-# The magic, then the number 1 in this machine's byte order: an index written on a machine of
-# the other order reads as a wrong header and is rebuilt.
-_HEADER = b"iota-idx" + array("Q", [1]).tobytes()
-_ENTRY = 16
+_LOW = (1 << 32) - 1
 
 
-class Entries:
-    """The index in memory: two arrays of 64-bit words, an entry's offset-and-kind and its sum."""
+@dataclass(frozen=True)
+class Entry:
+    number: int           # its place in the index, from 0
+    offset: int
+    kind: int
+    sum: int
+    conversation: int     # conversation records before it
+    systems: int          # system records before it
+    last_system: int      # the entry number of the last system record before it, -1 for none
+    last_compaction: int  # the same for the last compaction marker
 
-    def __init__(self, words: array | None = None, sums: array | None = None):
-        self.words = words if words is not None else array("Q")
-        self.sums = sums if sums is not None else array("Q")
+    @classmethod
+    def unpack(cls, number: int, data: bytes) -> Entry:
+        where, line, counts, lasts = _ENTRY.unpack(data)
+        return cls(number, where & ((1 << _KIND_SHIFT) - 1), where >> _KIND_SHIFT, line, counts & _LOW,
+                   counts >> 32, (lasts & _LOW) - 1, (lasts >> 32) - 1)
+
+    def tally_after(self) -> Tally:
+        return Tally(self.number + 1, self.conversation + (self.kind == CONVERSATION_KIND),
+                     self.systems + (self.kind == SYSTEM_KIND),
+                     self.number if self.kind == SYSTEM_KIND else self.last_system,
+                     self.number if self.kind == COMPACTION_KIND else self.last_compaction)
+
+
+@dataclass
+class Tally:
+    """What the next entry will say came before it."""
+
+    count: int = 0
+    conversation: int = 0
+    systems: int = 0
+    last_system: int = -1
+    last_compaction: int = -1
+
+    def entry(self, offset: int, kind: int, line: bytes) -> bytes:
+        """The packed entry of a record of `kind` at `offset` whose line is `line`; counted."""
+        data = _ENTRY.pack(offset | kind << _KIND_SHIFT, line_sum(line), self.conversation | self.systems << 32,
+                           (self.last_system + 1) | (self.last_compaction + 1) << 32)
+        if kind == CONVERSATION_KIND:
+            self.conversation += 1
+        elif kind == SYSTEM_KIND:
+            self.systems, self.last_system = self.systems + 1, self.count
+        else:
+            self.last_compaction = self.count
+        self.count += 1
+        return data
+
+
+class Index:
+    """The entries of one log as a load finds them: the first `kept` of the file, then `added`,
+    read from the log after them. `rebuilt`: the file is not to be trusted at all."""
+
+    def __init__(self, file: BinaryIO | None = None, kept: int = 0, rebuilt: bool = False):
+        self._file = file
+        self.kept = kept
+        self.added = bytearray()
+        self.rebuilt = rebuilt
+        self.cut = False  # entries of the file were dropped
+        self.tally = self.entry(kept - 1).tally_after() if kept else Tally()
 
     def __len__(self) -> int:
-        return len(self.words)
+        return self.kept + len(self.added) // _ENTRY.size
 
-    def offset(self, i: int) -> int:
-        return self.words[i] & _OFFSET_MASK
+    @property
+    def changed(self) -> bool:
+        return self.rebuilt or self.cut or bool(self.added)
 
-    def kind(self, i: int) -> int:
-        return self.words[i] >> _KIND_SHIFT
+    def entry(self, number: int) -> Entry:
+        if number < self.kept:
+            assert self._file is not None
+            self._file.seek(len(_HEADER) + number * _ENTRY.size)
+            return Entry.unpack(number, self._file.read(_ENTRY.size))
+        at = (number - self.kept) * _ENTRY.size
+        return Entry.unpack(number, bytes(self.added[at: at + _ENTRY.size]))
 
     def add(self, offset: int, kind: int, line: bytes) -> None:
-        self.words.append(offset | kind << _KIND_SHIFT)
-        self.sums.append(line_sum(line))
+        self.added += self.tally.entry(offset, kind, line)
 
     def cut_at(self, target: int) -> None:
-        """Forget the entries at byte `target` and after (a rewind, or a log cut shorter)."""
-        keep = bisect_left(self.words, target, key=lambda word: word & _OFFSET_MASK)
-        del self.words[keep:], self.sums[keep:]
+        """Drop the entries at byte `target` of the log and after (a rewind, a log cut shorter)."""
+        keep = self.first_at(target)
+        if keep >= len(self):
+            return
+        if keep < self.kept:
+            self.kept, self.cut = keep, True
+            self.added.clear()
+        else:
+            del self.added[(keep - self.kept) * _ENTRY.size:]
+        self.tally = self.entry(keep - 1).tally_after() if keep else Tally()
 
-    def kinds(self) -> bytes:
-        """Every entry's kind, a byte each: searched as a string, it costs no Python loop."""
-        return self.words.tobytes()[_KIND_BYTE::8]
+    def first_at(self, target: int) -> int:
+        """The number of the first entry at byte `target` or after (binary search)."""
+        low, high = 0, len(self)
+        while low < high:
+            middle = (low + high) // 2
+            if self.entry(middle).offset < target:
+                low = middle + 1
+            else:
+                high = middle
+        return low
 
-    def holds(self, f: BinaryIO, i: int) -> bool:
-        """Whether entry `i`'s line is still the one it was written for."""
-        return sum_at(f, self.offset(i)) == self.sums[i]
-
-    def to_bytes(self, first: int = 0) -> bytes:
-        interleaved = array("Q", bytes(16 * (len(self) - first)))
-        interleaved[0::2] = self.words[first:]
-        interleaved[1::2] = self.sums[first:]
-        return interleaved.tobytes()
-
-
-def read_index(path: Path) -> Entries | None:
-    """The entries in the file at `path`; None when it is missing or not an index. A torn last
-    entry is left off."""
-    try:
-        data = path.read_bytes()
-    except OSError:
+    def conversation_entry(self, n: int) -> Entry | None:
+        """The entry of conversation record `n` (from 0), None past the last."""
+        low, high = 0, len(self)
+        while low < high:
+            middle = (low + high) // 2
+            if self.entry(middle).conversation < n:
+                low = middle + 1
+            else:
+                high = middle
+        for number in range(low, len(self)):  # past the system and compaction entries just before it
+            entry = self.entry(number)
+            if entry.kind == CONVERSATION_KIND:
+                return entry
         return None
-    if not data.startswith(_HEADER):
-        return None
-    body = array("Q")
-    body.frombytes(data[len(_HEADER): len(data) - (len(data) - len(_HEADER)) % _ENTRY])
-    return Entries(body[0::2], body[1::2])
 
-
-def locate(f: BinaryIO, stored: Entries | None, tail_bytes: int | None) -> tuple[Entries, bool, Start | None]:
-    """The entries for the log open as `f` (see `current`), and where the view starts in it."""
-    entries, changed = current(f, stored)
-    try:
-        return entries, changed, view_start(entries, f, tail_bytes)
-    except StaleEntry:
-        entries = rebuilt(f)
-        try:
-            return entries, True, view_start(entries, f, tail_bytes)
-        except StaleEntry:
-            return entries, True, None  # the log changed under this very read: read all of it
+    def close(self) -> None:
+        """Forget the file: what saving the index needs is in memory (`OffsetsFile.save`)."""
+        self._file = None
 
 
 class StaleEntry(Exception):
     """An entry's line no longer hashes as it did: the log was changed under the index."""
 
 
-def current(f: BinaryIO, stored: Entries | None) -> tuple[Entries, bool]:
-    """The entries for the log open as `f`: those stored, checked and brought up to its end, or
-    rebuilt from the whole log. Also whether they differ from what was stored."""
+def locate(f: BinaryIO, stored: BinaryIO | None, tail_bytes: int | None) -> tuple[Index, Start | None]:
+    """The index of the log open as `f` (from the index file open as `stored`, checked and
+    brought up to the log's end, or rebuilt from the whole log), and where the view starts."""
     size = f.seek(0, os.SEEK_END)
-    if stored is None:
-        return rebuilt(f), True
-    kept = len(stored)
-    stored.cut_at(size)
-    if len(stored) and not stored.holds(f, len(stored) - 1):
-        return rebuilt(f), True
+    index = _stored(f, stored, size) if stored is not None else None
+    if index is None:
+        index = rebuilt(f)
+    try:
+        return index, view_start(index, f, tail_bytes)
+    except StaleEntry:
+        index = rebuilt(f)
+        try:
+            return index, view_start(index, f, tail_bytes)
+        except StaleEntry:
+            return index, None  # the log changed under this very read: read all of it
+
+
+def rebuilt(f: BinaryIO) -> Index:
+    index = Index(rebuilt=True)
+    _read_into(index, f, 0)
+    return index
+
+
+def _stored(f: BinaryIO, stored: BinaryIO, size: int) -> Index | None:
+    """The stored index, past-the-end entries dropped and the records after its last read; None
+    when it is not an index or its last entry does not hold up."""
+    length = stored.seek(0, os.SEEK_END)
+    stored.seek(0)
+    if stored.read(len(_HEADER)) != _HEADER:
+        return None
+    index = Index(stored, (length - len(_HEADER)) // _ENTRY.size)
+    index.cut_at(size)
     follows = 0
-    if len(stored):
-        f.seek(stored.offset(len(stored) - 1))
-        follows = f.tell() + len(f.readline(LINE_CAP))
-    changed = _read_into(stored, f, follows)
-    return stored, changed or len(stored) != kept
+    if len(index):
+        last = index.entry(len(index) - 1)
+        if sum_at(f, last.offset) != last.sum:
+            return None
+        f.seek(last.offset)
+        follows = last.offset + len(f.readline(LINE_CAP))
+    if (length - len(_HEADER)) % _ENTRY.size:
+        index.cut = True  # a torn last entry, left off
+    _read_into(index, f, follows)
+    return index
 
 
-def rebuilt(f: BinaryIO) -> Entries:
-    entries = Entries()
-    _read_into(entries, f, 0)
-    return entries
-
-
-def _read_into(entries: Entries, f: BinaryIO, start: int) -> bool:
-    """Add the entries of the records from byte `start` on, applying their rewinds. Whether
-    anything changed."""
-    changed = False
+def _read_into(index: Index, f: BinaryIO, start: int) -> None:
+    """Add the entries of the records from byte `start` on, applying their rewinds."""
     for offset, line in read_lines(f, start):
         record = decode_record(line) if line is not None else None
         if record is None:
@@ -169,13 +245,9 @@ def _read_into(entries: Entries, f: BinaryIO, start: int) -> bool:
             target = record.get("rewound_to")
             # As the loader takes a rewind: one that names no earlier byte undoes nothing.
             if type(target) is int and 0 <= target < offset:
-                before = len(entries)
-                entries.cut_at(target)
-                changed = changed or len(entries) != before
+                index.cut_at(target)
         elif role in KINDS:
-            entries.add(offset, KINDS[role], line)
-            changed = True
-    return changed
+            index.add(offset, KINDS[role], line)
 
 
 @dataclass(frozen=True)
@@ -189,117 +261,101 @@ class Start:
     left_out: int = 0     # conversation records the view leaves out without a summary of them
 
 
-def view_start(entries: Entries, f: BinaryIO, tail_bytes: int | None) -> Start | None:
-    """Where the loader should start reading, from the entries; None to read the whole log
-    (nothing to skip). Raises StaleEntry when an entry it would start from does not hold up.
-
-    Its cost does not grow with the log: the entries' kinds are searched as one byte string,
-    and only the lines it starts from are read."""
-    kinds = entries.kinds()
-    conversations = kinds.count(_CONVERSATION)
+def view_start(index: Index, f: BinaryIO, tail_bytes: int | None) -> Start | None:
+    """Where the loader should start reading; None to read the whole log (nothing to skip).
+    Raises StaleEntry when an entry it would start from does not hold up."""
+    if not len(index):
+        return None
+    last = index.entry(len(index) - 1)
+    last_compaction = last.number if last.kind == COMPACTION_KIND else last.last_compaction
     left_out = 0
-    last_compaction = kinds.rfind(_COMPACTION)
     if last_compaction >= 0:
-        _check(entries, f, last_compaction)
-        f.seek(entries.offset(last_compaction))
+        first = marker = _checked(index.entry(last_compaction), f)
+        f.seek(marker.offset)
         through = (decode_record(f.readline(LINE_CAP)) or {}).get("compacted_through")
-        retained = min(max(through if type(through) is int else 0, 0), conversations)
-        first = last_compaction
-        if retained < conversations:
-            first = min(first, _nth(kinds, retained, conversations))
+        through = max(through, 0) if type(through) is int else 0
+        retained = index.conversation_entry(through)
+        if retained is not None and retained.number < marker.number:
+            first = retained
+        # The counts must agree with the marker: a marker counts the records before the one it
+        # keeps, and comes after every record it summarises.
+        if first.conversation != through if first is retained else marker.conversation > through:
+            raise StaleEntry(f"entry {first.number}")
     else:
         size = f.seek(0, os.SEEK_END)
-        if tail_bytes is None or not conversations or size - entries.offset(kinds.find(_CONVERSATION)) <= tail_bytes:
+        begins = index.conversation_entry(0)
+        if tail_bytes is None or begins is None or size - begins.offset <= tail_bytes:
             return None
-        found = _turn_start(entries, f, kinds, size - tail_bytes)
+        found = _turn_start(index, f, size - tail_bytes)
         if found is None:
             return None
-        first, left_out = found, kinds.count(_CONVERSATION, 0, found)
-    _check(entries, f, first)
-    at = entries.offset(first)
-    if at == 0:
+        first, left_out = found, found.conversation
+    _checked(first, f)
+    if first.offset == 0:
         return None
-    # Entries are in log order: those before the first one read are the records before it.
-    conversation_before = kinds.count(_CONVERSATION, 0, first)
-    last_system = kinds.rfind(_SYSTEM, 0, first)
-    system = None
-    if last_system >= 0:
-        _check(entries, f, last_system)
-        system = entries.offset(last_system)
-    return Start(at, conversation_before, conversation_before + kinds.count(_SYSTEM, 0, first), system, left_out)
+    system = _checked(index.entry(first.last_system), f).offset if first.last_system >= 0 else None
+    return Start(first.offset, first.conversation, first.conversation + first.systems, system, left_out)
 
 
-def _check(entries: Entries, f: BinaryIO, i: int) -> None:
-    if not entries.holds(f, i):
-        raise StaleEntry(f"entry {i}")
+def _checked(entry: Entry, f: BinaryIO) -> Entry:
+    if sum_at(f, entry.offset) != entry.sum:
+        raise StaleEntry(f"entry {entry.number}")
+    return entry
 
 
-def _nth(kinds: bytes, n: int, total: int) -> int:
-    """The entry of conversation record `n` (from 0) of `total`, counted from the nearer end."""
-    if n < total - n:
-        i = -1
-        for _ in range(n + 1):
-            i = kinds.find(_CONVERSATION, i + 1)
-        return i
-    i = len(kinds)
-    for _ in range(total - n):
-        i = kinds.rfind(_CONVERSATION, 0, i)
-    return i
-
-
-def _turn_start(entries: Entries, f: BinaryIO, kinds: bytes, after: int) -> int | None:
+def _turn_start(index: Index, f: BinaryIO, after: int) -> Entry | None:
     """The first conversation entry at or after byte `after` that is the person's message (a
     round starts there, so no tool call is parted from its result); else the last one before it
     (the last round alone is longer). None when there is none at all."""
-    first = bisect_left(entries.words, after, key=lambda word: word & _OFFSET_MASK)
-    for i in _conversation_entries(kinds, first):
-        f.seek(entries.offset(i))
+    first = index.first_at(after)
+    for number in [*range(first, len(index)), *range(first - 1, -1, -1)]:
+        entry = index.entry(number)
+        if entry.kind != CONVERSATION_KIND:
+            continue
+        f.seek(entry.offset)
         record = decode_record(f.readline(LINE_CAP))
         if record is not None and record["role"] == USER and not record.get("notice"):
-            return i
+            return entry
     return None
 
 
-def _conversation_entries(kinds: bytes, first: int) -> Iterator[int]:
-    """The conversation entries from entry `first` to the end, then those before it, backwards."""
-    i = kinds.find(_CONVERSATION, first)
-    while i >= 0:
-        yield i
-        i = kinds.find(_CONVERSATION, i + 1)
-    i = kinds.rfind(_CONVERSATION, 0, first)
-    while i >= 0:
-        yield i
-        i = kinds.rfind(_CONVERSATION, 0, i)
-
-
 class OffsetsFile:
-    """The writer's handle on the index: appends entries as records are written, replaces the
-    file after a load found it stale. Any failure deletes it (the next open rebuilds it), so no
-    entry is ever missing between two others."""
+    """The writer's handle on the index: saves what a load found, then appends an entry for each
+    record written. Any failure deletes the file (the next open rebuilds it), so no entry is ever
+    missing between two others."""
 
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
-        self._broken = False
+        self._tally: Tally | None = None  # None: nothing is appended (the file is gone)
 
-    def replace(self, entries: Entries) -> None:
+    def save(self, index: Index) -> None:
+        """Bring the file to what a load found, and count on from there."""
         self.close()
-        self._broken = False
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        self._tally = index.tally
         try:
-            tmp.write_bytes(_HEADER + entries.to_bytes())
-            os.replace(tmp, self.path)
+            if index.rebuilt:  # the whole index is in memory
+                tmp = self.path.with_name(self.path.name + ".tmp")
+                tmp.write_bytes(_HEADER + bytes(index.added))
+                os.replace(tmp, self.path)
+            elif not self.path.exists():
+                raise FileNotFoundError(self.path)  # deleted since the load: the next open rebuilds it
+            elif index.changed:
+                with open(self.path, "r+b") as file:
+                    file.truncate(len(_HEADER) + index.kept * _ENTRY.size)
+                    file.seek(0, os.SEEK_END)
+                    file.write(bytes(index.added))
         except OSError:
-            tmp.unlink(missing_ok=True)
             self._drop()
 
-    def append(self, entries: Entries) -> None:
-        if self._broken or not len(entries):
+    def append(self, records: list[tuple[int, int, bytes]]) -> None:
+        """Entries for records just written to the log: (offset, kind, line)."""
+        if self._tally is None or not records:
             return
+        data = b"".join(self._tally.entry(*record) for record in records)
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-            data = entries.to_bytes()
             if os.write(self._fd, data) != len(data):
                 raise OSError("short write")
         except OSError:
@@ -307,7 +363,7 @@ class OffsetsFile:
 
     def _drop(self) -> None:
         self.close()
-        self._broken = True
+        self._tally = None
         try:
             self.path.unlink(missing_ok=True)
         except OSError:

@@ -18,18 +18,18 @@ from iota.sessions.log import left_out_note, load_log, summary_preamble
 from tests.iota.sessions.test_bundle import PREAMBLE, compaction, make_bundle, new_session, user, write_lines
 
 
-def index_of(bundle: Path) -> list[tuple[int, int, int]]:
-    """The entries in a bundle's messages.idx, (offset, kind, sum)."""
-    entries = offsets.read_index(bundle / offsets.INDEX_NAME)
-    assert entries is not None, "the index is missing or not an index"
-    return [(entries.offset(i), entries.kind(i), entries.sums[i]) for i in range(len(entries))]
+def index_of(bundle: Path) -> list[offsets.Entry]:
+    """The entries in a bundle's messages.idx."""
+    data = (bundle / offsets.INDEX_NAME).read_bytes()
+    assert data[:16] == b"iota-idx\x02" + bytes(7) and len(data) % 32 == 16, "not an index"
+    return [offsets.Entry.unpack(i, data[16 + 32 * i: 48 + 32 * i]) for i in range(len(data) // 32)]
 
 
-def rebuilt(bundle: Path) -> list[tuple[int, int, int]]:
+def rebuilt(bundle: Path) -> list[offsets.Entry]:
     """The entries read afresh from the whole log."""
     with open(bundle / "messages.jsonl", "rb") as f:
-        entries = offsets.rebuilt(f)
-    return [(entries.offset(i), entries.kind(i), entries.sums[i]) for i in range(len(entries))]
+        index = offsets.rebuilt(f)
+    return [index.entry(i) for i in range(len(index))]
 
 
 def line_start(bundle: Path, content: str) -> int:
@@ -65,10 +65,12 @@ def test_the_writers_index_is_the_one_a_reading_of_the_whole_log_gives():
         session.append([compaction("s", 5), user("x"), Message("system", "sys2")])
         session.rewind(line_start(session.dir, "x"), "x")
         session.append([user("y"), Message("assistant", "z")])
-        assert index_of(session.dir) == rebuilt(session.dir)
-        kinds = [kind for _, kind, _ in index_of(session.dir)]
-        assert kinds == [offsets.SYSTEM_KIND] + [offsets.CONVERSATION_KIND] * 8 + [offsets.COMPACTION_KIND] + \
-            [offsets.CONVERSATION_KIND] * 2  # x and sys2 were rewound
+        entries = index_of(session.dir)
+        assert entries == rebuilt(session.dir)
+        assert [entry.kind for entry in entries] == [offsets.SYSTEM_KIND] + [offsets.CONVERSATION_KIND] * 8 + \
+            [offsets.COMPACTION_KIND] + [offsets.CONVERSATION_KIND] * 2  # x and sys2 were rewound
+        y = entries[-2]
+        assert (y.conversation, y.systems, y.last_system, y.last_compaction) == (8, 1, 0, 9)
 
 
 # -- opening from the index ---------------------------------------------------------------------------------
@@ -135,7 +137,7 @@ def _entry_bytes(bundle: Path) -> bytearray:
 
 
 def _set_word(data: bytearray, entry: int, word: int, value: int) -> None:
-    at = 16 + 16 * entry + 8 * word
+    at = 16 + 32 * entry + 8 * word
     data[at: at + 8] = value.to_bytes(8, "little")
 
 
@@ -146,14 +148,15 @@ SPOILS = {
     "not an index": lambda path, data: path.write_bytes(b"#" * len(data)),
     "header only": lambda path, data: path.write_bytes(bytes(data[:16])),
     "a torn last entry": lambda path, data: path.write_bytes(bytes(data[:-5])),
-    "the last entries lost": lambda path, data: path.write_bytes(bytes(data[:16 + 16 * 20])),
+    "the last entries lost": lambda path, data: path.write_bytes(bytes(data[:16 + 32 * 20])),
     "entries past the end": lambda path, data: (_set_word(data, 22, 0, (1 << 56) | 10 ** 6),
                                                 path.write_bytes(bytes(data))),
     "the marker's hash": lambda path, data: (_set_word(data, 21, 1, 7), path.write_bytes(bytes(data))),
     "the start's offset moved": lambda path, data: (_set_word(data, 19, 0, (1 << 56) | 5), path.write_bytes(bytes(data))),
+    "the start's count": lambda path, data: (_set_word(data, 19, 2, 5 | 1 << 32), path.write_bytes(bytes(data))),
     "the system's hash": lambda path, data: (_set_word(data, 0, 1, 7), path.write_bytes(bytes(data))),
     # Self-consistent but wrong: the "system record" is a user message.
-    "a user line as the system": lambda path, data: (data.__setitem__(slice(16, 32), data[32:48]),
+    "a user line as the system": lambda path, data: (data.__setitem__(slice(16, 32), data[48:64]),
                                                      data.__setitem__(slice(23, 24), b"\x02"),
                                                      path.write_bytes(bytes(data))),
 }
