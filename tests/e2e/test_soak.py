@@ -49,6 +49,7 @@ from iota import paths
 from tests.e2e.conftest import IOTA
 from tests.support.fake_model import tool_call
 from tests.support.terminal import terminal  # noqa: F401  (the fixture)
+from tests.iota.sessions.test_offsets import index_of, rebuilt
 
 KINDS = ("slow", "write", "remember", "compact", "multi")
 # The bot is at its prompt once the lane runs: it draws the status row (the card may have
@@ -268,6 +269,9 @@ class Soak:
         if waiting_in_queue(log_path()) or any(in_log[text] != 1 for text in self.typed):
             raise self.fail(f"after the last turn, not every message typed is in the log once: "
                             f"{[text for text in self.typed if in_log[text] != 1]}")
+        # The offset index beside the log came through every kill true to the log (or was rebuilt).
+        if index_of(log_path().parent) != rebuilt(log_path().parent):
+            raise self.fail("messages.idx does not match the log after the kills")
         self.stats["typed"] = len(self.typed)
         self.stats["closed turns"] = sum(r.get("notice", False) and r["content"].startswith("iota stopped during")
                                          for r in saved)
