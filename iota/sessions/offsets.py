@@ -14,7 +14,7 @@ It holds one entry per record the view is built from, in log order: every conver
 64-bit words:
 
     the record's byte offset in the log, its kind in the top byte (1 conversation, 2 system, 3 compaction)
-    the first 8 bytes of the sha256 of its line
+    the first 4 bytes of the sha256 of its line | the CRC-32 of the entry's other words << 32
     the conversation records before it | the system records before it << 32
     1 + the entry number of the last system record before it | 1 + that of the last compaction << 32 (0: none)
 
@@ -24,6 +24,7 @@ describe the log as its rewinds left it: a rewind drops the entries at and after
 back to, as the loader does, so conversation record N is the N a compaction marker counts.
 
 The index is a cache, and never trusted further than it is checked:
+- every entry read carries its own CRC, so a damaged entry is never read as another;
 - it is written after the log, without fsync; an entry whose append failed deletes the file, so
   no entry can be missing between two others (`OffsetsFile`);
 - at open, entries past the end of the log are dropped (a torn tail was cut), the last one's line
@@ -33,8 +34,9 @@ The index is a cache, and never trusted further than it is checked:
 - a missing file, a wrong header or a hash that does not match, and the whole log is read once
   to rebuild it. The loader's own checks (iota.sessions.log) still hold after that: a start the
   scan finds wrong falls back to reading the whole log, and rebuilds the index.
-What it cannot check is a count in an entry it does not start from: a hand-edited index with
-self-consistent hashes and wrong counts would misplace the view, as a hand-edited log can.
+What it cannot check in full is a claim of absence: an index edited to say, with its hashes
+intact, that no compaction came before its last entry is believed (a log longer than the tail then
+opens from its tail, not from the summary), as a hand-edited log would be.
 
 A never-compacted log can outgrow any model's window. Its view is then not loaded whole: the
 loader starts at the first of the person's messages within the last `tail_bytes` of the log,
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -69,7 +72,7 @@ class Entry:
     number: int           # its place in the index, from 0
     offset: int
     kind: int
-    sum: int
+    sum: int              # the first 4 bytes of the sha256 of its line, as a number
     conversation: int     # conversation records before it
     systems: int          # system records before it
     last_system: int      # the entry number of the last system record before it, -1 for none
@@ -77,7 +80,10 @@ class Entry:
 
     @classmethod
     def unpack(cls, number: int, data: bytes) -> Entry:
-        where, line, counts, lasts = _ENTRY.unpack(data)
+        where, sums, counts, lasts = _ENTRY.unpack(data)
+        line = sums & _LOW
+        if sums >> 32 != _crc(where, line, counts, lasts):
+            raise StaleEntry(f"entry {number} is damaged")
         return cls(number, where & ((1 << _KIND_SHIFT) - 1), where >> _KIND_SHIFT, line, counts & _LOW,
                    counts >> 32, (lasts & _LOW) - 1, (lasts >> 32) - 1)
 
@@ -100,8 +106,9 @@ class Tally:
 
     def entry(self, offset: int, kind: int, line: bytes) -> bytes:
         """The packed entry of a record of `kind` at `offset` whose line is `line`; counted."""
-        data = _ENTRY.pack(offset | kind << _KIND_SHIFT, line_sum(line), self.conversation | self.systems << 32,
-                           (self.last_system + 1) | (self.last_compaction + 1) << 32)
+        where, line_part = offset | kind << _KIND_SHIFT, line_sum(line) & _LOW
+        counts, lasts = self.conversation | self.systems << 32, (self.last_system + 1) | (self.last_compaction + 1) << 32
+        data = _ENTRY.pack(where, line_part | _crc(where, line_part, counts, lasts) << 32, counts, lasts)
         if kind == CONVERSATION_KIND:
             self.conversation += 1
         elif kind == SYSTEM_KIND:
@@ -132,12 +139,19 @@ class Index:
         return self.rebuilt or self.cut or bool(self.added)
 
     def entry(self, number: int) -> Entry:
+        """Entry `number`; StaleEntry when there is none (a damaged entry pointed past the end)."""
+        if not 0 <= number < len(self):
+            raise StaleEntry(f"no entry {number}")
         if number < self.kept:
             assert self._file is not None
             self._file.seek(len(_HEADER) + number * _ENTRY.size)
-            return Entry.unpack(number, self._file.read(_ENTRY.size))
-        at = (number - self.kept) * _ENTRY.size
-        return Entry.unpack(number, bytes(self.added[at: at + _ENTRY.size]))
+            data = self._file.read(_ENTRY.size)
+        else:
+            at = (number - self.kept) * _ENTRY.size
+            data = bytes(self.added[at: at + _ENTRY.size])
+        if len(data) != _ENTRY.size:
+            raise StaleEntry(f"entry {number} is cut short")
+        return Entry.unpack(number, data)
 
     def add(self, offset: int, kind: int, line: bytes) -> None:
         self.added += self.tally.entry(offset, kind, line)
@@ -186,17 +200,22 @@ class Index:
 
 
 class StaleEntry(Exception):
-    """An entry's line no longer hashes as it did: the log was changed under the index."""
+    """An entry is damaged, or its line no longer hashes as it did (the log was changed under the
+    index)."""
+
+
+def _crc(where: int, line: int, counts: int, lasts: int) -> int:
+    return zlib.crc32(struct.pack("<QIQQ", where, line, counts, lasts))
 
 
 def locate(f: BinaryIO, stored: BinaryIO | None, tail_bytes: int | None) -> tuple[Index, Start | None]:
     """The index of the log open as `f` (from the index file open as `stored`, checked and
     brought up to the log's end, or rebuilt from the whole log), and where the view starts."""
     size = f.seek(0, os.SEEK_END)
-    index = _stored(f, stored, size) if stored is not None else None
-    if index is None:
-        index = rebuilt(f)
     try:
+        index = _stored(f, stored, size) if stored is not None else None
+        if index is None:
+            index = rebuilt(f)
         return index, view_start(index, f, tail_bytes)
     except StaleEntry:
         index = rebuilt(f)
@@ -224,7 +243,7 @@ def _stored(f: BinaryIO, stored: BinaryIO, size: int) -> Index | None:
     follows = 0
     if len(index):
         last = index.entry(len(index) - 1)
-        if sum_at(f, last.offset) != last.sum:
+        if sum_at(f, last.offset) & _LOW != last.sum:
             return None
         f.seek(last.offset)
         follows = last.offset + len(f.readline(LINE_CAP))
@@ -266,11 +285,11 @@ def view_start(index: Index, f: BinaryIO, tail_bytes: int | None) -> Start | Non
     Raises StaleEntry when an entry it would start from does not hold up."""
     if not len(index):
         return None
-    last = index.entry(len(index) - 1)
+    last = _counted(index, index.entry(len(index) - 1))
     last_compaction = last.number if last.kind == COMPACTION_KIND else last.last_compaction
     left_out = 0
     if last_compaction >= 0:
-        first = marker = _checked(index.entry(last_compaction), f)
+        first = marker = _counted(index, _checked(index.entry(last_compaction), f, COMPACTION_KIND))
         f.seek(marker.offset)
         through = (decode_record(f.readline(LINE_CAP)) or {}).get("compacted_through")
         through = max(through, 0) if type(through) is int else 0
@@ -290,15 +309,27 @@ def view_start(index: Index, f: BinaryIO, tail_bytes: int | None) -> Start | Non
         if found is None:
             return None
         first, left_out = found, found.conversation
-    _checked(first, f)
+    _counted(index, _checked(first, f, first.kind))
     if first.offset == 0:
         return None
-    system = _checked(index.entry(first.last_system), f).offset if first.last_system >= 0 else None
+    system = _checked(index.entry(first.last_system), f, SYSTEM_KIND).offset if first.last_system >= 0 else None
     return Start(first.offset, first.conversation, first.conversation + first.systems, system, left_out)
 
 
-def _checked(entry: Entry, f: BinaryIO) -> Entry:
-    if sum_at(f, entry.offset) != entry.sum:
+def _counted(index: Index, entry: Entry) -> Entry:
+    """`entry`, if what it says came before it follows from the entry before it; else StaleEntry.
+    (Each entry's counts are its predecessor's plus the predecessor itself, so a damaged word in
+    either shows.)"""
+    expected = index.entry(entry.number - 1).tally_after() if entry.number else Tally()
+    if (entry.conversation, entry.systems, entry.last_system, entry.last_compaction) != \
+            (expected.conversation, expected.systems, expected.last_system, expected.last_compaction):
+        raise StaleEntry(f"entry {entry.number}")
+    return entry
+
+
+def _checked(entry: Entry, f: BinaryIO, kind: int) -> Entry:
+    """`entry`, if it is of `kind` and its line still hashes as it did; else StaleEntry."""
+    if entry.kind != kind or sum_at(f, entry.offset) & _LOW != entry.sum:
         raise StaleEntry(f"entry {entry.number}")
     return entry
 
@@ -336,15 +367,15 @@ class OffsetsFile:
         try:
             if index.rebuilt:  # the whole index is in memory
                 tmp = self.path.with_name(self.path.name + ".tmp")
-                tmp.write_bytes(_HEADER + bytes(index.added))
+                tmp.unlink(missing_ok=True)
+                _write(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FLAGS, 0o644), _HEADER + bytes(index.added))
                 os.replace(tmp, self.path)
-            elif not self.path.exists():
-                raise FileNotFoundError(self.path)  # deleted since the load: the next open rebuilds it
             elif index.changed:
-                with open(self.path, "r+b") as file:
-                    file.truncate(len(_HEADER) + index.kept * _ENTRY.size)
-                    file.seek(0, os.SEEK_END)
-                    file.write(bytes(index.added))
+                # Deleted since the load, it cannot be opened, and the next open rebuilds it.
+                fd = os.open(self.path, os.O_WRONLY | _FLAGS)
+                os.ftruncate(fd, len(_HEADER) + index.kept * _ENTRY.size)
+                os.lseek(fd, 0, os.SEEK_END)
+                _write(fd, bytes(index.added))
         except OSError:
             self._drop()
 
@@ -355,7 +386,7 @@ class OffsetsFile:
         data = b"".join(self._tally.entry(*record) for record in records)
         try:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _FLAGS)
             if os.write(self._fd, data) != len(data):
                 raise OSError("short write")
         except OSError:
@@ -373,3 +404,17 @@ class OffsetsFile:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+# A link in the bundle's place is never followed: the index is written only as a file of its own.
+_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def _write(fd: int, data: bytes) -> None:
+    """Write all of `data` and close `fd`."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,28 @@ def test_a_last_round_longer_than_the_tail_is_still_whole(monkeypatch):
     view, index = load_log(session.dir / "messages.jsonl", tail_bytes=10)
     assert view.messages[1].content == summary_preamble(left_out_note(view.left_out)) + "ask 2 " + "x" * 200
     assert view.left_out == 9 and index.conversation_count == 13
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_an_index_of_garbage_behind_a_true_last_entry_never_misplaces_the_view(seed):
+    """Random words in the entries (counts, pointers, kinds, offsets; of the last entry, its counts
+    and pointers) behind a right header: the open either starts where a clean index would, or
+    reads the whole log; it never fails and never shows a different view."""
+    rng = random.Random(seed)
+    with new_session() as session:
+        session.append([Message("system", "sys")] + [user(f"m{i}") for i in range(20)])
+        session.append([compaction("s", rng.randrange(0, 21)), user("x")])
+    with Session.open(session.dir) as clean:
+        expected = [m.content for m in clean.view.messages]
+    path = session.dir / offsets.INDEX_NAME
+    data = bytearray(path.read_bytes())
+    for _ in range(rng.randrange(1, 6)):
+        entry = rng.randrange(0, len(data) // 32)
+        # The last entry's line and hash stay true (else the index is simply rebuilt), its counts not.
+        word = rng.randrange(2 if entry == len(data) // 32 - 1 else 0, 4)
+        _set_word(data, entry, word, rng.choice([0, 1, 2 ** 32 + 1, rng.getrandbits(64), rng.getrandbits(33),
+                                                 (3 << 56) | rng.randrange(0, 2000)]))
+    path.write_bytes(bytes(data))
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == expected
+        assert reloaded.view.warnings == []
