@@ -14,7 +14,7 @@ It holds one entry per record the view is built from, in log order: every conver
 64-bit words:
 
     the record's byte offset in the log, its kind in the top byte (1 conversation, 2 system, 3 compaction)
-    the first 4 bytes of the sha256 of its line | the CRC-32 of the entry's other words << 32
+    the CRC-32 of its line | the CRC-32 of the entry's other words << 32
     the conversation records before it | the system records before it << 32
     1 + the entry number of the last system record before it | 1 + that of the last compaction << 32 (0: none)
 
@@ -72,7 +72,7 @@ class Entry:
     number: int           # its place in the index, from 0
     offset: int
     kind: int
-    sum: int              # the first 4 bytes of the sha256 of its line, as a number
+    sum: int              # the CRC-32 of its line
     conversation: int     # conversation records before it
     systems: int          # system records before it
     last_system: int      # the entry number of the last system record before it, -1 for none
@@ -106,7 +106,7 @@ class Tally:
 
     def entry(self, offset: int, kind: int, line: bytes) -> bytes:
         """The packed entry of a record of `kind` at `offset` whose line is `line`; counted."""
-        where, line_part = offset | kind << _KIND_SHIFT, line_sum(line) & _LOW
+        where, line_part = offset | kind << _KIND_SHIFT, line_sum(line)
         counts, lasts = self.conversation | self.systems << 32, (self.last_system + 1) | (self.last_compaction + 1) << 32
         data = _ENTRY.pack(where, line_part | _crc(where, line_part, counts, lasts) << 32, counts, lasts)
         if kind == CONVERSATION_KIND:
@@ -243,7 +243,7 @@ def _stored(f: BinaryIO, stored: BinaryIO, size: int) -> Index | None:
     follows = 0
     if len(index):
         last = index.entry(len(index) - 1)
-        if sum_at(f, last.offset) & _LOW != last.sum:
+        if sum_at(f, last.offset) != last.sum:
             return None
         f.seek(last.offset)
         follows = last.offset + len(f.readline(LINE_CAP))
@@ -329,7 +329,7 @@ def _counted(index: Index, entry: Entry) -> Entry:
 
 def _checked(entry: Entry, f: BinaryIO, kind: int) -> Entry:
     """`entry`, if it is of `kind` and its line still hashes as it did; else StaleEntry."""
-    if entry.kind != kind or sum_at(f, entry.offset) & _LOW != entry.sum:
+    if entry.kind != kind or sum_at(f, entry.offset) != entry.sum:
         raise StaleEntry(f"entry {entry.number}")
     return entry
 
