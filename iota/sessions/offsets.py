@@ -49,9 +49,8 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER
 from iota.sessions.lines import LINE_CAP, decode_record, line_sum, read_lines, sum_at
@@ -67,8 +66,7 @@ _KIND_SHIFT = 56
 _LOW = (1 << 32) - 1
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     number: int           # its place in the index, from 0
     offset: int
     kind: int
@@ -94,15 +92,16 @@ class Entry:
                      self.number if self.kind == COMPACTION_KIND else self.last_compaction)
 
 
-@dataclass
 class Tally:
     """What the next entry will say came before it."""
 
-    count: int = 0
-    conversation: int = 0
-    systems: int = 0
-    last_system: int = -1
-    last_compaction: int = -1
+    def __init__(self, count: int = 0, conversation: int = 0, systems: int = 0, last_system: int = -1,
+                 last_compaction: int = -1):
+        self.count = count
+        self.conversation = conversation
+        self.systems = systems
+        self.last_system = last_system
+        self.last_compaction = last_compaction
 
     def entry(self, offset: int, kind: int, line: bytes) -> bytes:
         """The packed entry of a record of `kind` at `offset` whose line is `line`; counted."""
@@ -269,8 +268,7 @@ def _read_into(index: Index, f: BinaryIO, start: int) -> None:
             index.add(offset, KINDS[role], line)
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(NamedTuple):
     """Where the view's records begin, and what comes before that point."""
 
     offset: int           # where the scan starts: a line of the log
