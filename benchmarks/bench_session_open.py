@@ -106,10 +106,16 @@ def build(records: int, compacted: bool, unfinished: bool = False) -> Path:
         return session.dir
 
 
+def sibling(bundle: Path, mark: str) -> Path:
+    """A bundle beside `bundle` whose id differs in its last character (`mark`, or the next letter
+    when the id already ends in it: the copy must never be the original)."""
+    return bundle.with_name(bundle.name[:-1] + (mark if bundle.name[-1] != mark else chr(ord(mark) + 1)))
+
+
 def without_index(bundle: Path) -> Path:
     """A copy of `bundle` without what tells the loader where the view begins: messages.idx, and
     meta.json's `view_index` (where iota kept it before messages.idx, so this runs on older code)."""
-    copy = bundle.with_name(bundle.name[:-1] + "x")
+    copy = sibling(bundle, "x")
     shutil.copytree(bundle, copy)
     (copy / "messages.idx").unlink(missing_ok=True)
     meta = json.loads((copy / "meta.json").read_text())
@@ -124,7 +130,7 @@ def open_once(bundle: Path, fresh: bool, closes: bool) -> tuple[float, int]:
     the open must close an unfinished turn."""
     opened = bundle
     if fresh:
-        opened = bundle.with_name(bundle.name[:-1] + "c")
+        opened = sibling(bundle, "c")
         shutil.rmtree(opened, ignore_errors=True)
         shutil.copytree(bundle, opened)
         os.sync()  # the copy's pages are not left for the timed open's fsync to write
