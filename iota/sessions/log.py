@@ -56,6 +56,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import stat
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,10 +282,17 @@ def load_log(path: Path, tail_bytes: int | None = None) -> tuple[SessionView, Lo
 
 
 def _open_index(path: Path) -> BinaryIO | contextlib.nullcontext:
+    """The index file for reading, or nothing (the index is then rebuilt from the log). Only a
+    file of the bundle's own is read: a link is not followed, and a FIFO or device planted in
+    its place is not waited on (opening a FIFO for reading blocks until a writer comes)."""
     try:
-        return open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return contextlib.nullcontext()
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return contextlib.nullcontext()
+    return open(fd, "rb")
 
 
 def _scan_from(f: BinaryIO, start: offsets.Start) -> tuple[SessionView, LogIndex] | None:

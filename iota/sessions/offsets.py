@@ -404,8 +404,9 @@ class OffsetsFile:
             self._fd = None
 
 
-# A link in the bundle's place is never followed: the index is written only as a file of its own.
-_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW
+# A link in the bundle's place is never followed: the index is written only as a file of its own;
+# and a FIFO planted there is not waited on (a write-only open of one blocks until a reader comes).
+_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -301,3 +301,68 @@ def test_an_index_of_garbage_behind_a_true_last_entry_never_misplaces_the_view(s
     with Session.open(session.dir) as reloaded:
         assert [m.content for m in reloaded.view.messages] == expected
         assert reloaded.view.warnings == []
+
+
+# -- what another program leaves at messages.idx ------------------------------------------------------------
+
+
+def _open_within(bundle: Path, seconds: float) -> list[str] | None:
+    """The view's contents of `Session.open(bundle)`, or None if it did not return in `seconds`
+    (the thread is then freed by opening the planted FIFO's other end)."""
+    import threading
+
+    result: list[list[str]] = []
+
+    def opening():
+        with Session.open(bundle) as reloaded:
+            result.append([m.content for m in reloaded.view.messages])
+
+    thread = threading.Thread(target=opening, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        import os
+        fd = os.open(bundle / offsets.INDEX_NAME, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        thread.join(5)
+        return None
+    return result[0]
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link to a fifo", "link to /dev/zero"])
+def test_a_fifo_or_link_at_the_index_neither_hangs_an_open_nor_is_read(plant, tmp_path):
+    import os
+    with new_session() as session:
+        session.append([user("a"), Message("assistant", "b")])
+    path = session.dir / offsets.INDEX_NAME
+    path.unlink()
+    if plant == "fifo":
+        os.mkfifo(path)
+    elif plant == "link to a fifo":
+        os.mkfifo(tmp_path / "elsewhere")
+        path.symlink_to(tmp_path / "elsewhere")
+    else:
+        path.symlink_to("/dev/zero")
+    assert _open_within(session.dir, 5) == ["a", "b"], "the open hung on what was planted at messages.idx"
+    assert not path.is_symlink() and index_of(session.dir) == rebuilt(session.dir)
+
+
+def test_a_fifo_planted_at_the_index_while_a_session_is_open_does_not_hang_its_writes():
+    import os
+    import threading
+    with new_session() as session:
+        session.append([user("a")])
+        path = session.dir / offsets.INDEX_NAME
+        session._offsets.close()  # the next append opens the file again, as after an open
+        path.unlink()
+        os.mkfifo(path)
+        thread = threading.Thread(target=session.append, args=([user("b")],), daemon=True)
+        thread.start()
+        thread.join(5)
+        if thread.is_alive():
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            thread.join(5)
+            pytest.fail("an append hung on a FIFO at messages.idx")
+        assert not path.exists()  # dropped: the next open rebuilds it
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == ["a", "b"]
