@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 # The longest line (record plus newline) written to or read from the log.
 LINE_CAP = 32 * 1024 * 1024
+_BACKWARD_CHUNK = 64 * 1024
 
 
 def read_lines(f: BinaryIO, offset: int) -> Iterator[tuple[int, bytes | None]]:
@@ -55,3 +56,16 @@ def sum_at(f: BinaryIO, offset: int) -> int:
     """The fingerprint of the line starting at `offset`."""
     f.seek(offset)
     return line_sum(f.readline(LINE_CAP))
+
+
+def previous_newline(f: BinaryIO, before: int) -> int:
+    """The offset of the last `\\n` before `before`, or -1."""
+    end = before
+    while end > 0:
+        start = max(0, end - _BACKWARD_CHUNK)
+        f.seek(start)
+        found = f.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found
+        end = start
+    return -1

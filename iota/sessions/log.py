@@ -45,7 +45,7 @@ fails it falls back to a full scan from byte 0, which is always right, merely sl
 
 A log that was never compacted has no such point, and its view is all of it. Past `tail_bytes`
 (`TAIL_BYTES` for a session being opened) the loader takes only its tail, from the first of the
-person's messages in the last `tail_bytes` on, and the view's first message says how many
+person's messages in the last `tail_bytes` on (what rewinds undid not counted), and the view's first message says how many
 earlier records were left out (`SessionView.left_out`): a request the model cannot take is not
 built, and the chat offers to compact at once.
 """
@@ -66,7 +66,7 @@ from iota.errors import SessionError
 from iota.text import json_bytes
 from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER, Message, Usage
 from iota.sessions import offsets
-from iota.sessions.lines import LINE_CAP, decode_record, read_lines
+from iota.sessions.lines import LINE_CAP, decode_record, previous_newline, read_lines
 from iota.sessions.repair import BOOKKEEPING_ROLES, INTERRUPTED_RESULT, LOG_NAME, assemble, repair_tail
 
 __all__ = ["INTERRUPTED_RESULT", "LOG_NAME", "LogIndex", "SessionView", "cut_torn_tail", "decode_record",
@@ -76,7 +76,6 @@ SUMMARY_HEADER = "[Earlier conversation summary]\n"
 SUMMARY_FOOTER = "\n\n———\n\n"
 CONVERSATION_ROLES = frozenset({USER, ASSISTANT, TOOL})
 
-_BACKWARD_CHUNK = 64 * 1024
 
 
 def summary_preamble(summary: str) -> str:
@@ -139,10 +138,10 @@ def cut_torn_tail(path: Path) -> str | None:
     """
     with open(path, "r+b") as f:
         size = f.seek(0, os.SEEK_END)
-        end = _previous_newline(f, size) + 1  # drops bytes after the last newline
+        end = previous_newline(f, size) + 1  # drops bytes after the last newline
         lines_cut = 1 if end < size else 0
         while end > 0:
-            start = _previous_newline(f, end - 1) + 1
+            start = previous_newline(f, end - 1) + 1
             f.seek(start)
             if decode_record(f.read(end - start)) is not None:
                 break
@@ -155,19 +154,6 @@ def cut_torn_tail(path: Path) -> str | None:
         os.fsync(f.fileno())
     what = "a torn last line" if lines_cut == 1 else f"{lines_cut} torn last lines"
     return f"{LOG_NAME}: cut {what} ({size - end} bytes) back to the last complete record"
-
-
-def _previous_newline(f: BinaryIO, before: int) -> int:
-    """The offset of the last `\\n` before `before`, or -1."""
-    end = before
-    while end > 0:
-        start = max(0, end - _BACKWARD_CHUNK)
-        f.seek(start)
-        found = f.read(end - start).rfind(b"\n")
-        if found >= 0:
-            return start + found
-        end = start
-    return -1
 
 
 # -- loading -------------------------------------------------------------------------------------------

@@ -39,8 +39,8 @@ intact, that no compaction came before its last entry is believed (a log longer 
 opens from its tail, not from the summary), as a hand-edited log would be.
 
 A never-compacted log can outgrow any model's window. Its view is then not loaded whole: the
-loader starts at the first of the person's messages within the last `tail_bytes` of the log,
-and says how many conversation records it left out (`Start.left_out`); the chat offers to
+loader starts at the first of the person's messages within the last `tail_bytes` of the log
+(not counting what rewinds undid), and says how many conversation records it left out (`Start.left_out`); the chat offers to
 compact at once (see docs/sessions.md).
 """
 
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from iota.messages import ASSISTANT, COMPACTION, REWIND, SYSTEM, TOOL, USER
-from iota.sessions.lines import LINE_CAP, decode_record, line_sum, read_lines, sum_at
+from iota.sessions.lines import LINE_CAP, decode_record, line_sum, previous_newline, read_lines, sum_at
 
 INDEX_NAME = "messages.idx"
 
@@ -299,11 +299,13 @@ def view_start(index: Index, f: BinaryIO, tail_bytes: int | None) -> Start | Non
         if first.conversation != through if first is retained else marker.conversation > through:
             raise StaleEntry(f"entry {first.number}")
     else:
-        size = f.seek(0, os.SEEK_END)
         begins = index.conversation_entry(0)
-        if tail_bytes is None or begins is None or size - begins.offset <= tail_bytes:
+        if tail_bytes is None or begins is None:
             return None
-        found = _turn_start(index, f, size - tail_bytes)
+        after = _tail_from(f, tail_bytes)
+        if after <= begins.offset:
+            return None
+        found = _turn_start(index, f, after)
         if found is None:
             return None
         first, left_out = found, found.conversation
@@ -330,6 +332,53 @@ def _checked(entry: Entry, f: BinaryIO, kind: int) -> Entry:
     if entry.kind != kind or sum_at(f, entry.offset) != entry.sum:
         raise StaleEntry(f"entry {entry.number}")
     return entry
+
+
+def _tail_from(f: BinaryIO, tail_bytes: int) -> int:
+    """The byte from which the log's last `tail_bytes` begin, not counting what rewinds undid
+    (negative when the whole log is shorter): the tail a rewind leaves is the one the log would
+    have had the undone records never been written, not the round before them alone. Reads the
+    lines from there to the end once, looking for rewinds."""
+    size = f.seek(0, os.SEEK_END)
+    undone: list[tuple[int, int]] = []  # (from, to): the bytes a rewind record undid, itself included
+    scanned = size  # the rewinds from here on are in `undone`
+    while True:
+        after = _live_back(undone, size, tail_bytes)
+        if after >= scanned or scanned == 0:
+            return after
+        begin = previous_newline(f, max(after, 0)) + 1  # the line holding byte `after`
+        for offset, line in read_lines(f, begin):
+            if offset >= scanned:
+                break
+            if line is None or b'"rewind"' not in line:
+                continue
+            record = decode_record(line)
+            target = record.get("rewound_to") if record is not None and record["role"] == REWIND else None
+            if type(target) is int and 0 <= target < offset:  # as `_read_into` takes it
+                undone.append((target, offset + len(line)))
+        scanned = begin
+
+
+def _live_back(undone: list[tuple[int, int]], size: int, tail_bytes: int) -> int:
+    """Walking back from `size`, where `tail_bytes` bytes outside the `undone` spans are behind."""
+    left, at = tail_bytes, size
+    for start, end in _merged(undone)[::-1]:
+        if end <= at:
+            if at - end >= left:
+                return at - left
+            left -= at - end
+        at = min(at, start)
+    return at - left
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _turn_start(index: Index, f: BinaryIO, after: int) -> Entry | None:

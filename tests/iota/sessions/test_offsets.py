@@ -366,3 +366,38 @@ def test_a_fifo_planted_at_the_index_while_a_session_is_open_does_not_hang_its_w
         assert not path.exists()  # dropped: the next open rebuilds it
     with Session.open(session.dir) as reloaded:
         assert [m.content for m in reloaded.view.messages] == ["a", "b"]
+
+
+def _without_undone(log: Path, into: Path) -> None:
+    """Write to `into` the log as if what its rewinds undid (and the rewinds) had never been written."""
+    kept: list[tuple[int, bytes]] = []
+    offset = 0
+    for line in log.read_bytes().splitlines(keepends=True):
+        record = json.loads(line)
+        if record["role"] == "rewind":
+            kept = [(at, text) for at, text in kept if at < record["rewound_to"]]
+        else:
+            kept.append((offset, line))
+        offset += len(line)
+    into.write_bytes(b"".join(text for _, text in kept))
+
+
+@pytest.mark.parametrize("back", [3, 20, 24])
+def test_a_rewind_in_a_long_never_compacted_log_opens_the_tail_it_would_without_the_undone_records(
+        monkeypatch, tmp_path, back):
+    """What a rewind undid does not count against the tail: the view after it is the one the log
+    would give had the undone records never been written (not the last round alone)."""
+    with new_session() as session:
+        session.append([Message("system", "sys")])
+        for i in range(100):
+            session.append([user(f"ask {i} " + "x" * 200), Message("assistant", f"answer {i} " + "y" * 300)])
+        tail = (session.dir / "messages.jsonl").stat().st_size // 4  # about 25 rounds
+        monkeypatch.setattr(bundle_module, "TAIL_BYTES", tail)
+        target = line_start(session.dir, f"ask {100 - back} " + "x" * 200)
+        view = session.rewind(target, f"ask {100 - back}")
+    _without_undone(session.dir / "messages.jsonl", tmp_path / "messages.jsonl")
+    expected, _ = load_log(tmp_path / "messages.jsonl", tail)
+    assert [m.content for m in view.messages] == [m.content for m in expected.messages]
+    assert view.left_out == expected.left_out
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages] == [m.content for m in expected.messages]
