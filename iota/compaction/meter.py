@@ -42,12 +42,14 @@ usage has grown by another 5% of the window, so nobody is asked again after ever
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from iota import tokens
-from iota.messages import ASSISTANT, Message, Usage
+from iota.messages import ASSISTANT, USER, Message, Usage
+from iota.sessions.log import left_out_note, summary_preamble
 from iota.text import context_figure
 
 # The smallest window a bot may run in: below it the memory and the reserve fill the window
@@ -85,6 +87,31 @@ def snoozed(threshold: int, window: int, snoozed_at: int | None) -> int:
     if snoozed_at is None:
         return threshold
     return max(threshold, snoozed_at + window * SNOOZE_PERCENT // 100)
+
+
+def fitting_tail(messages: Sequence[Message], left_out: int, budget: int) -> tuple[list[Message], int]:
+    """The newest rounds of a conversation opened from its tail (`messages`, without the system
+    record; the first carries the loader's note of the `left_out` records before them) that come
+    to at most `budget` tokens (bytes/4; the last round at least), the first carrying the note of
+    all that is now left out; and how many that is. For a turn that cannot ask to compact first
+    (`iota resume <id> -m`): a request the model cannot take is not sent."""
+    messages = list(messages)
+    note = summary_preamble(left_out_note(left_out))
+    if messages and messages[0].content.startswith(note):
+        messages[0] = dataclasses.replace(messages[0], content=messages[0].content[len(note):])
+    start, used = len(messages), 0
+    for index in range(len(messages) - 1, -1, -1):
+        used += message_tokens([messages[index]]).estimate
+        if used > budget and start < len(messages):
+            break
+        if messages[index].role == USER and not messages[index].notice:  # a round starts here
+            start = index
+    if start == len(messages):  # no round start at all: nothing is left out here
+        start = 0
+    kept, left_out = messages[start:], left_out + start
+    if kept and left_out:
+        kept[0] = dataclasses.replace(kept[0], content=summary_preamble(left_out_note(left_out)) + kept[0].content)
+    return kept, left_out
 
 
 # -- the local count ------------------------------------------------------------------------------

@@ -57,3 +57,28 @@ def test_a_conversation_too_long_to_send_opens_from_its_tail_and_offers_to_compa
     markers = [json.loads(line) for line in log.read_bytes().splitlines() if b'"role":"compaction"' in line]
     # Everything but the last round is summarised, counted against the whole log.
     assert [m["compacted_through"] for m in markers] == [2 * ROUNDS - 2]
+
+
+
+def test_a_headless_resume_of_a_conversation_too_long_to_send_sends_what_fits_and_says_so(iota):
+    """`iota resume <id> -m` cannot ask to compact: it sends the newest rounds that fit the
+    model's window (not the whole 4 MiB tail a chat opens with), the model is told how many
+    earlier messages it is not shown, and stderr says so and how to compact."""
+    iota.write_config("  chat: {model: m}\n")  # a 128k window
+    session_id = long_session()
+    iota.model.reply("Next answer.")
+    result = iota("resume", session_id, "-m", "one more")
+    assert result.returncode == 0, result.stderr
+    sent = [m for m in iota.model.requests[0].body["messages"] if m["role"] != "system"]
+    assert sum(len(m["content"]) for m in sent) < 128_000 * 4  # bytes/4 within the window
+    note = re.match(r"\[Earlier conversation summary\]\n([\d,]+) earlier messages of this conversation are not "
+                    r"shown", sent[0]["content"])
+    assert note is not None, sent[0]["content"][:200]
+    left_out = int(note[1].replace(",", ""))
+    assert left_out + len(sent) - 1 == 2 * ROUNDS and left_out % 2 == 0  # whole rounds, every record counted
+    assert sent[0]["content"].endswith(f"question number {left_out // 2} {PADDING}")
+    assert [m["content"] for m in sent[-2:]] == [f"answer {ROUNDS - 1}", "one more"]
+    assert f"{left_out:,} earlier messages were not sent" in result.stderr
+    assert f"iota resume {session_id}" in result.stderr
+    log = paths.sessions_dir() / session_id / "messages.jsonl"
+    assert json.loads(log.read_bytes().splitlines()[-1])["content"] == "Next answer."

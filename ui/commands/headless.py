@@ -17,6 +17,7 @@ import signal
 import sys
 from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -29,6 +30,9 @@ from iota.messages import SYSTEM, USER, Message
 from iota.tools.base import ApprovalRequest
 from iota.tools.modes import ASK, PLAN, PLAN_NOTICE
 from ui.widgets.controls import escape_controls
+
+if TYPE_CHECKING:
+    from iota.sessions.bundle import Session
 
 def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str) -> int:
     cwd = Path.cwd()
@@ -68,6 +72,8 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
             setup.instructions = stored[-1]
         if bundle is not None:
             print(f"Resumed session {bundle.id} ({bundle.meta.get('message_count', 0)} messages)", file=sys.stderr)
+        if bundle is not None and bundle.view.left_out:
+            history = _what_fits(bundle, history, setup.model.context_window)
         mode = args.mode or ASK  # what this command line chose; a saved session's mode is the chat's
         if mode == PLAN:  # the model is told it is planning, as a chat's notice tells it
             history = [*history, Message(USER, content=PLAN_NOTICE, notice=True)]
@@ -88,6 +94,17 @@ def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str
             bundle.close()
     _print_reply(args, setup, turn, bundle)
     return EXIT_OK
+
+
+def _what_fits(bundle: Session, history: list[Message], window: int) -> list[Message]:
+    """A session opened from the tail of a log too long to send: a headless turn cannot ask to
+    compact, so it sends the newest rounds that fit the model's window, and says so."""
+    from iota.compaction.meter import fitting_tail, normal_threshold
+
+    history, left_out = fitting_tail(history, bundle.view.left_out, normal_threshold(window))
+    print(f"Warning: session {bundle.id} was never compacted and is too long to send: {left_out:,} earlier "
+          f"messages were not sent (`iota resume {bundle.id}` offers to compact it)", file=sys.stderr)
+    return history
 
 
 async def _one_turn(setup: ChatSetup, history: list[Message], message: str, max_turns: int, mode: str) -> Turn:

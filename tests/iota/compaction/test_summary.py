@@ -517,3 +517,19 @@ async def test_compact_keeps_the_summary_request_within_the_models_window(fake_m
     sent = sent_text(request)
     assert len(sent) < compaction.transcript_budget(32_000) + 2_000
     assert "User: question 399 " in sent and "left out here" in sent
+
+
+def test_a_tail_that_must_fit_keeps_whole_rounds_and_the_last_round_always():
+    from iota.compaction.meter import fitting_tail
+    from iota.sessions.log import left_out_note, summary_preamble
+
+    note = summary_preamble(left_out_note(7))
+    rounds = [Message("user", note + "q0 " + "x" * 400), Message("assistant", "a0"),
+              Message("user", "q1 " + "x" * 400), Message("user", "job done", notice=True), Message("assistant", "a1"),
+              Message("user", "q2 " + "x" * 400), Message("assistant", "a2")]
+    kept, left_out = fitting_tail(rounds, 7, budget=250)  # two rounds fit (about 110 tokens each)
+    assert left_out == 9 and [m.content for m in kept[1:]] == ["job done", "a1", "q2 " + "x" * 400, "a2"]
+    assert kept[0].content == summary_preamble(left_out_note(9)) + "q1 " + "x" * 400
+    kept, left_out = fitting_tail(rounds, 7, budget=10)  # the last round alone is over: it goes whole
+    assert left_out == 12 and [m.content for m in kept] == [summary_preamble(left_out_note(12)) + "q2 " + "x" * 400, "a2"]
+    assert fitting_tail(rounds, 7, budget=10 ** 6) == (rounds, 7)
