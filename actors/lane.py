@@ -109,6 +109,9 @@ class Lane:
         self.after_turn: list[Callable[[Lane], Awaitable[None]]] = []
         # A bot's way out of a context-too-long error: compact, then the turn is sent again.
         self.recover: Callable[[Lane], Awaitable[None]] | None = None
+        # Told once `/session` or `/fork` moved the lane to another session (the compaction
+        # offer a resume makes at start).
+        self.on_switch: list[Callable[[Lane], None]] = []
         # What the face shows of the conversation: the card (a new conversation gets a fresh
         # one) and the saved history pages come from.
         self.card: Card | None = None
@@ -203,6 +206,8 @@ class Lane:
         self.report_session()
         if restored := await self.kept.moved_from(old):
             self.notice(held_notice(restored))
+        for switched in self.on_switch:
+            switched(self)
         self.show_status()
 
     @contextmanager

@@ -57,6 +57,7 @@ class ChatParts:
     after_turn: list[Callable] = field(default_factory=list)
     recover: Callable | None = None                       # a bot's answer to context-too-long
     on_start: list[Callable] = field(default_factory=list)  # given the lane once it runs
+    on_switch: list[Callable] = field(default_factory=list)  # given the lane after /session or /fork
     # Background actors beside the lane (the title pass, a bot's scheduler): `await nursery.start(task, lane)`.
     tasks: list[Callable] = field(default_factory=list)
     host: Host = field(default_factory=lambda: detect({}))
@@ -127,6 +128,7 @@ async def run_chat_on(parts: ChatParts, events_send: trio.MemorySendChannel,
             lane.before_send = parts.before_send
             lane.after_turn = parts.after_turn
             lane.recover = parts.recover
+            lane.on_switch = parts.on_switch
             await nursery.start(lane.run)
             for start in parts.on_start:
                 start(lane)

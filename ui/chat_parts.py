@@ -142,6 +142,8 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
                                       host.tmux)] if chat.bot else [],
         on_start=[show_what_it_shows, starting_mode(chosen_mode), compactor.check if compactor else offer.offer_at_open,
                   *(work.on_start if work else [])],
+        # A session switched to is offered compaction as a resumed one is at start.
+        on_switch=[compactor.check if compactor else offer.offer_at_open],
         # The `@` list's file listing runs beside the lane in every chat. A bot's session keeps
         # the bot's name (no title pass); its scheduler, its journal's writer and its upkeep run
         # beside the lane too.

@@ -60,3 +60,25 @@ async def _lane(project, session, left_out: int):
         link.close()
 
     return lane, stop
+
+
+async def test_a_chat_that_switches_to_a_session_opened_from_its_tail_is_asked_at_once(project, session, monkeypatch):
+    """`/session` to a conversation too long to send asks as a resume does, before anything is typed."""
+    from iota.sessions import bundle as bundle_module
+    from iota.sessions.bundle import Session
+
+    lane, stop = await _lane(project, session, 0)
+    lane.on_switch = [CompactionOffer().offer_at_open]
+    with Session.create(paths.sessions_dir(), provider="fake", model="fake-model") as other:
+        for n in range(40):
+            other.append([Message(USER, f"question {n} " + "x" * 500), Message(ASSISTANT, f"answer {n}")])
+    monkeypatch.setattr(bundle_module, "TAIL_BYTES", 5_000)
+    opened = Session.open(other.dir)
+    try:
+        assert opened.view.left_out > 0
+        await lane.switch_session(opened)
+        assert lane.conversation.left_out == opened.view.left_out
+        assert [job.name for job in lane.inbox if isinstance(job, Command)] == ["offer compaction"]
+    finally:
+        opened.close()
+        await stop()
