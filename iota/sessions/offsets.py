@@ -306,7 +306,7 @@ def view_start(index: Index, f: BinaryIO, tail_bytes: int | None) -> Start | Non
         if after <= begins.offset:
             return None
         found = _turn_start(index, f, after)
-        if found is None:
+        if found is None or not found.conversation:  # no round starts later than the first: all of it
             return None
         first, left_out = found, found.conversation
     _counted(index, _checked(first, f, first.kind))

@@ -401,3 +401,23 @@ def test_a_rewind_in_a_long_never_compacted_log_opens_the_tail_it_would_without_
     assert view.left_out == expected.left_out
     with Session.open(session.dir) as reloaded:
         assert [m.content for m in reloaded.view.messages] == [m.content for m in expected.messages]
+
+
+def test_a_single_round_longer_than_the_tail_opens_whole_without_rebuilding_the_index(monkeypatch):
+    """One message and a long run of tool calls after it (a system record first): the view is all
+    of it, read once, and the index, true, is kept rather than rebuilt at every open."""
+    with new_session() as session:
+        session.append([Message("system", "sys"), user("go")])
+        for i in range(30):
+            call = ToolCall(f"c{i}", "read", {"path": f"f{i}"})
+            session.append([Message("assistant", tool_calls=[call]),
+                            Message("tool", "y" * 300, tool_call_id=f"c{i}", tool_call_name="read")])
+    monkeypatch.setattr(bundle_module, "TAIL_BYTES", 2_000)
+    inode = (session.dir / offsets.INDEX_NAME).stat().st_ino
+    rebuilds = []
+    real_rebuilt = offsets.rebuilt
+    monkeypatch.setattr(offsets, "rebuilt", lambda f: rebuilds.append(1) or real_rebuilt(f))
+    with Session.open(session.dir) as reloaded:
+        assert [m.content for m in reloaded.view.messages[:2]] == ["sys", "go"] and len(reloaded.view.messages) == 62
+        assert reloaded.view.left_out == 0
+    assert rebuilds == [] and (session.dir / offsets.INDEX_NAME).stat().st_ino == inode
