@@ -300,8 +300,8 @@ def view_start(index: Index, f: BinaryIO, tail_bytes: int | None) -> Start | Non
             raise StaleEntry(f"entry {first.number}")
     else:
         begins = index.conversation_entry(0)
-        if tail_bytes is None or begins is None:
-            return None
+        if tail_bytes is None or begins is None or f.seek(0, os.SEEK_END) - begins.offset <= tail_bytes:
+            return None  # it all fits (what rewinds undid only makes it shorter): nothing to look for
         after = _tail_from(f, tail_bytes)
         if after <= begins.offset:
             return None
