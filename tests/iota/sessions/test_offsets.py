@@ -423,3 +423,50 @@ def test_a_single_round_longer_than_the_tail_opens_whole_without_rebuilding_the_
         assert [m.content for m in reloaded.view.messages[:2]] == ["sys", "go"] and len(reloaded.view.messages) == 62
         assert reloaded.view.left_out == 0
     assert rebuilds == [] and (session.dir / offsets.INDEX_NAME).stat().st_ino == inode
+
+
+class Killed(BaseException):
+    """Stands for kill -9: the writer stops where it is, and nothing after runs."""
+
+
+def _killed_at(monkeypatch, point: str) -> None:
+    if point == "between the log and the index append":
+        def append(self, records):
+            raise Killed
+        monkeypatch.setattr(offsets.OffsetsFile, "append", append)
+    else:  # after the index was cut back for a rewind, before its entries are written again
+        def write(fd, data):
+            import os
+            os.close(fd)
+            raise Killed
+        monkeypatch.setattr(offsets, "_write", write)
+
+
+@pytest.mark.parametrize("point", ["between the log and the index append", "between the index's cut and its rewrite"])
+@pytest.mark.parametrize("back_to", ["ask 110", "the tail's first", "ask 40"])  # within the tail, to its start, across a compaction
+def test_a_writer_killed_mid_rewind_leaves_what_a_full_scan_of_the_log_gives(monkeypatch, point, back_to):
+    session = long_session(120)
+    size = (session.dir / "messages.jsonl").stat().st_size
+    monkeypatch.setattr(bundle_module, "TAIL_BYTES", size // 4)
+    with Session.open(session.dir) as reopened:
+        if back_to == "ask 40":
+            reopened.append([compaction("s", 5 * 30)])
+        reopened.append([user("after")])
+        target = reopened.view.rewind_points[0][0] if back_to == "the tail's first" else \
+            line_start(session.dir, f"{back_to} " + "x" * 200)
+        _killed_at(monkeypatch, point)
+        with pytest.raises(Killed):
+            reopened.rewind(target, back_to)
+        monkeypatch.undo()
+        monkeypatch.setattr(bundle_module, "TAIL_BYTES", size // 4)
+    log = session.dir / "messages.jsonl"
+    seen, _ = load_log(log, size // 4)  # a reader, before the next open
+    with Session.open(session.dir) as reloaded:
+        assert index_of(session.dir) == rebuilt(session.dir)
+        (session.dir / offsets.INDEX_NAME).unlink()
+        full, _ = load_log(log, size // 4)
+        for view in (seen, reloaded.view):
+            assert [m.content for m in view.messages] == [m.content for m in full.messages]
+            assert (view.left_out, view.message_count, view.rewind_points) == \
+                (full.left_out, full.message_count, full.rewind_points)
+        assert all(not m.content.endswith("after") for m in full.messages)  # the rewind holds
