@@ -470,3 +470,18 @@ def test_a_writer_killed_mid_rewind_leaves_what_a_full_scan_of_the_log_gives(mon
             assert (view.left_out, view.message_count, view.rewind_points) == \
                 (full.left_out, full.message_count, full.rewind_points)
         assert all(not m.content.endswith("after") for m in full.messages)  # the rewind holds
+
+
+@pytest.mark.parametrize("name", ["messages.idx", "messages.idx.tmp"])
+def test_a_link_planted_at_the_index_or_its_temporary_is_never_written_through(name, tmp_path):
+    with new_session() as session:
+        session.append([user("a"), Message("assistant", "b")])
+    outside = tmp_path / "someone else's file"
+    outside.write_bytes(b"iota-idx\x02" + bytes(7) + b"keep me")  # even one that looks like an index
+    (session.dir / offsets.INDEX_NAME).unlink()  # the open rebuilds it, by way of the temporary
+    (session.dir / name).symlink_to(outside)
+    with Session.open(session.dir) as reloaded:
+        reloaded.append([user("c")])
+        assert [m.content for m in reloaded.view.messages] == ["a", "b"]
+    assert outside.read_bytes() == b"iota-idx\x02" + bytes(7) + b"keep me"
+    assert not (session.dir / offsets.INDEX_NAME).is_symlink() and index_of(session.dir) == rebuilt(session.dir)
