@@ -31,8 +31,9 @@ The index is a cache, and never trusted further than it is checked:
   must still hash as recorded, and the records after it (written after the index was last
   appended to, or by another program) are read and added;
 - every entry the loader starts from is checked against its line's hash too;
-- a missing file, a wrong header or a hash that does not match, and the whole log is read once
-  to rebuild it. The loader's own checks (iota.sessions.log) still hold after that: a start the
+- a missing file, a link, a FIFO or anything but a regular file, a wrong header or a hash that
+  does not match, and the whole log is read once to rebuild it (iota.sessions.log opens the file
+  without following a link or waiting on a FIFO; the writer replaces it). The loader's own checks (iota.sessions.log) still hold after that: a start the
   scan finds wrong falls back to reading the whole log, and rebuilds the index.
 What it cannot check in full is a claim of absence: an index edited to say, with its hashes
 intact, that no compaction came before its last entry is believed (a log longer than the tail then
