@@ -53,7 +53,7 @@ class CompactionOffer:
     def offer_at_open(self, lane: Lane) -> None:
         """At start: a conversation opened without part of its log, or already past the
         threshold, is offered compaction at once, as lane work ahead of anything typed."""
-        left_out = lane.conversation.left_out
+        left_out = lane.conversation.left_out if compactable_tail(lane) else 0
         if not left_out and not self._due(lane, []):
             return
         question = compaction.left_out_question(left_out) if left_out else \
@@ -77,6 +77,14 @@ class CompactionOffer:
 async def compact_command(lane: Lane, hint: str) -> None:
     """`/compact [hint]`."""
     await compact_now(lane, hint, manual=True)
+
+
+def compactable_tail(lane: Lane) -> bool:
+    """The conversation was opened from the tail of a log too long to send, and holds more than
+    its last round: a compaction has something to summarise (a last round longer than the tail
+    has nothing older to go with it)."""
+    conversation = lane.conversation
+    return bool(conversation.left_out) and compaction.split_for_compaction(conversation.messages) is not None
 
 
 class Outcome(enum.Enum):
@@ -167,7 +175,7 @@ class BotCompactor:
         """After a turn (and at start): past the threshold, queue the flush, or owe a compaction
         without one when a message is already waiting."""
         if self.flush_queued or self.owed or not (lane.meter.reaches(self.threshold(lane))
-                                                   or lane.conversation.left_out):
+                                                   or compactable_tail(lane)):
             return
         if lane.inbox.has(UserMessage) or self.remember is None:
             self.owed, self.flush_done = True, False

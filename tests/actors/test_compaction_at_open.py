@@ -39,12 +39,23 @@ async def test_a_chat_opened_from_its_tail_is_asked_at_start(project, session, l
     await stop()
 
 
-async def _lane(project, session, left_out: int):
-    """A lane over a short conversation (far under the threshold) that left out `left_out`
-    records, not yet running its inbox; and how to stop it."""
+async def test_a_tail_of_one_round_is_not_offered_a_compaction_that_cannot_happen(project, session):
+    """The last round alone is longer than the tail: there is nothing older to summarise, so
+    neither the chat asks (its "Compact now" would do nothing) nor a bot spends a flush turn."""
+    lane, stop = await _lane(project, session, 120, rounds=1)
+    CompactionOffer().offer_at_open(lane)
+    memory = BotMemory("coder", paths.bots_dir() / "coder", project_root=project)
+    BotCompactor("coder", memory, Remember(memory.main, files=memory.files), lambda: []).check(lane)
+    assert [job.name for job in lane.inbox if isinstance(job, Command)] == []
+    await stop()
+
+
+async def _lane(project, session, left_out: int, rounds: int = 2):
+    """A lane over a short conversation of `rounds` rounds (far under the threshold) that left
+    out `left_out` records, not yet running its inbox; and how to stop it."""
     loaded = settings.load(project)
     setup = prepare_chat(loaded, settings.find_agent(loaded, "chat"), project)
-    earlier = [Message(USER, "one"), Message(ASSISTANT, "One.")]
+    earlier = [message for n in range(rounds) for message in (Message(USER, f"ask {n}"), Message(ASSISTANT, f"Answer {n}."))]
     session.append(earlier)
     conversation = Conversation(session=session, left_out=left_out)
     conversation.add(earlier)
