@@ -68,7 +68,8 @@ async def fork(lane: Lane, title: str) -> None:
     system = [Message(SYSTEM, content=conversation.instructions)] if conversation.instructions else []
     try:
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(manage.write_fork, child, [*system, *conversation.messages])
+            await trio.to_thread.run_sync(manage.write_fork, child, [*system, *conversation.messages],
+                                           conversation.left_out)
     except IotaError as error:
         child.close()
         lane.notice(f"Fork failed: {error}", warning=True)

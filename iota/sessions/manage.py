@@ -110,7 +110,7 @@ def fork_bundle(bundle: Path, title: str = "") -> Session:
     parent_title = meta.get("title") if isinstance(meta.get("title"), str) else ""
     child = Session.new(bundle.parent, parent=bundle.name, title=fork_title(title, parent_title, bundle.name),
                         **settings)
-    write_fork(child, attachments.bind(view.messages, bundle))  # so the fork can copy their files
+    write_fork(child, attachments.bind(view.messages, bundle), view.left_out)  # so the fork can copy their files
     return child
 
 
@@ -120,16 +120,19 @@ def fork_title(given: str, parent_title: str, parent_id: str) -> str:
                                              else f"fork of {parent_id}")
 
 
-def write_fork(child: Session, visible: Sequence[Message]) -> None:
+def write_fork(child: Session, visible: Sequence[Message], left_out: int = 0) -> None:
     """Write the visible context (system record first, if any) to the new `child` in one batch
-    and make it the child's view. Blocking I/O."""
+    and make it the child's view. Blocking I/O. `left_out`: the records the original's view was
+    opened without (its tail, iota.sessions.log); the child's view says so too, so that this
+    process offers to compact it as it would the original (its next open reads it whole)."""
     if not any(message.role != SYSTEM for message in visible):
         raise SessionError(f"session {child.meta.get('parent')} has no conversation to fork yet")
     records = [dataclasses.replace(message, turn="") for message in visible]
     child.append(records)  # the attachments' files are copied into the child first
     records = attachments.bind(records, child.dir)
     last_usage = next((m.usage for m in reversed(records) if m.role == ASSISTANT and m.usage is not None), None)
-    child.view = SessionView(messages=records, last_usage=last_usage, message_count=child.meta["message_count"])
+    child.view = SessionView(messages=records, last_usage=None if left_out else last_usage,
+                             message_count=child.meta["message_count"], left_out=left_out)
 
 
 def _edit(bundle: Path, doing: str, current: Session | None, **changes: Any) -> None:

@@ -485,3 +485,20 @@ def test_a_link_planted_at_the_index_or_its_temporary_is_never_written_through(n
         assert [m.content for m in reloaded.view.messages] == ["a", "b"]
     assert outside.read_bytes() == b"iota-idx\x02" + bytes(7) + b"keep me"
     assert not (session.dir / offsets.INDEX_NAME).is_symlink() and index_of(session.dir) == rebuilt(session.dir)
+
+
+def test_a_fork_of_a_conversation_opened_from_its_tail_still_says_what_it_left_out(monkeypatch):
+    """The fork holds the tail, its first message carrying the note; its view says how many
+    records were left out, so the chat offers to compact it and a headless turn sends what fits."""
+    from iota.sessions import manage
+
+    session = long_session(60)
+    tail = (session.dir / "messages.jsonl").stat().st_size // 4
+    monkeypatch.setattr(bundle_module, "TAIL_BYTES", tail)
+    monkeypatch.setattr(manage, "TAIL_BYTES", tail)
+    with Session.open(session.dir) as original:
+        view = original.view
+    assert view.left_out > 0
+    with manage.fork_bundle(session.dir) as child:
+        assert child.view.left_out == view.left_out
+        assert [m.content for m in child.view.messages] == [m.content for m in view.messages]
