@@ -45,9 +45,9 @@ fails it falls back to a full scan from byte 0, which is always right, merely sl
 
 A log that was never compacted has no such point, and its view is all of it. Past `tail_bytes`
 (`TAIL_BYTES` for a session being opened) the loader takes only its tail, from the first of the
-person's messages in the last `tail_bytes` on (what rewinds undid not counted), and the view's first message says how many
-earlier records were left out (`SessionView.left_out`): a request the model cannot take is not
-built, and the chat offers to compact at once.
+person's messages in the last `tail_bytes` on (what rewinds undid not counted), and the view's
+first message says how many earlier records were left out (`SessionView.left_out`): a request
+the model cannot take is not built, and the chat offers to compact at once.
 """
 
 from __future__ import annotations

@@ -33,16 +33,17 @@ The index is a cache, and never trusted further than it is checked:
 - every entry the loader starts from is checked against its line's hash too;
 - a missing file, a link, a FIFO or anything but a regular file, a wrong header or a hash that
   does not match, and the whole log is read once to rebuild it (iota.sessions.log opens the file
-  without following a link or waiting on a FIFO; the writer replaces it). The loader's own checks (iota.sessions.log) still hold after that: a start the
-  scan finds wrong falls back to reading the whole log, and rebuilds the index.
+  without following a link or waiting on a FIFO; the writer replaces it). The loader's own
+  checks (iota.sessions.log) still hold after that: a start the scan finds wrong falls back to
+  reading the whole log, and rebuilds the index.
 What it cannot check in full is a claim of absence: an index edited to say, with its hashes
 intact, that no compaction came before its last entry is believed (a log longer than the tail then
 opens from its tail, not from the summary), as a hand-edited log would be.
 
 A never-compacted log can outgrow any model's window. Its view is then not loaded whole: the
 loader starts at the first of the person's messages within the last `tail_bytes` of the log
-(not counting what rewinds undid), and says how many conversation records it left out (`Start.left_out`); the chat offers to
-compact at once (see docs/sessions.md).
+(not counting what rewinds undid), and says how many conversation records it left out
+(`Start.left_out`); the chat offers to compact at once (see docs/sessions.md).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from ui.widgets.controls import escape_controls
 if TYPE_CHECKING:
     from iota.sessions.bundle import Session
 
+
 def run_headless(args: argparse.Namespace, loaded: settings.Config, message: str) -> int:
     cwd = Path.cwd()
     bundle = None
