@@ -6,7 +6,8 @@ and any memory flush and compaction after it), and sends the next. Every 100th t
 context past the bot's threshold, so the bot flushes and compacts. The harness time of a turn is
 its wall time less the time spent inside the provider (the model's share); it should stay flat
 as the log grows: it prints min / median / max over the first, middle and last 100 turns, and the
-last over the first. At the end it times opening the bot again (reading the session view). The
+last over the first; and over the turns that compacted (the turn, the flush and the summary, less
+the model's time), which should be no slower than the others. At the end it times opening the bot again (reading the session view). The
 turns are one conversation in order, so there are no cases to interleave.
 
     .venv/bin/python benchmarks/bench_bot_turns.py [turns]
@@ -118,7 +119,10 @@ def main() -> None:
             window = harness[first:first + 100]
             print(f"{first + 1:>6}-{first + len(window):<6} {spread(window, 1e3, 1)}")
         print(ratio("the last 100 turns over the first 100, median", statistics.median(harness[starts[-1]:]),
-                    statistics.median(harness[:100])))
+                    statistics.median(harness[:100]), "≤ 1.15x"))
+        compacting = harness[EVERY - 1::EVERY]
+        if compacting:
+            print(f"{'compactions':>13} {spread(compacting, 1e3, 1)}   ({len(compacting)} turns: the turn, flush, summary)")
         opens = []
         for _ in range(5):
             start = time.perf_counter()

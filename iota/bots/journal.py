@@ -42,7 +42,7 @@ from iota.messages import USER, Message
 from iota.paths import sessions_dir
 from iota.sessions.listing import list_sessions
 from iota.sessions.index import LoggedTurn, LogSource, SearchIndex, log_source
-from iota.sessions.search import CANDIDATES, format_time, match_expression
+from iota.sessions.search import CANDIDATES, format_time, match_expression, match_terms
 
 JOURNAL_NAME = "journal.sqlite"
 KEEP_ENTRIES = 5000
@@ -209,8 +209,15 @@ class Journal:
                 f"WHERE {where} ORDER BY {order} LIMIT ?", (*values, limit))])
 
     def related(self, text: str, limit: int) -> list[StoredEntry]:
-        """The entries whose words best match any word of `text`."""
-        expression = match_expression(text, any_word=True)
+        """The entries whose words best match any word of `text` that is in fewer than half the
+        entries. BM25 gives a word in half of them or more no weight (FTS5 puts its IDF at 1e-6),
+        so an entry that shares only such words with `text` ("the", "please") is not related to
+        it; and ranking every entry that has "the" made each message cost more than the one
+        before, up to CANDIDATES entries (benchmarks/bench_bot_turns.py)."""
+        terms = match_terms(text)
+        if not terms:
+            return []
+        expression = " OR ".join(self.reader.query(lambda db: _distinctive(db, terms)))
         return [stored for stored, _ in self._ranked(expression, limit)] if expression else []
 
     def search_entries(self, query: str, limit: int) -> list[tuple[StoredEntry, str, float]]:
@@ -335,6 +342,13 @@ def journal_block(text: str) -> Message:
 
 def is_journal_block(message: Message) -> bool:
     return message.role == USER and message.notice and message.hidden and message.content.startswith(JOURNAL_MARK)
+
+
+def _distinctive(db: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """The `terms` (FTS5 expressions) found in fewer than half the entries: those BM25 weighs."""
+    total = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+    return [term for term in terms if 2 * db.execute("SELECT count(*) FROM entry_words WHERE entry_words MATCH ?",
+                                                     (term,)).fetchone()[0] < total]
 
 
 def _stored(row: tuple) -> StoredEntry:

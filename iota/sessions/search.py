@@ -39,15 +39,19 @@ _TERM = re.compile(r'"([^"]+)"|(\w+)')
 def match_expression(text: str, *, any_word: bool = False) -> str | None:
     """`text` as an FTS5 expression: its words and "phrases", each quoted, all required (or any,
     with `any_word`). None when it has no word to look for."""
+    quoted = match_terms(text)
+    return (" OR " if any_word else " ").join(quoted) if quoted else None
+
+
+def match_terms(text: str) -> list[str]:
+    """The words and "phrases" of `text`, each quoted as an FTS5 expression of its own (at most
+    MAX_TERMS, each once whatever its case)."""
     terms = []
     for phrase, word in _TERM.findall(text):
         term = " ".join(re.findall(r"\w+", phrase)) if phrase else word
         if term and term.lower() not in (t.lower() for t in terms):
             terms.append(term)
-    if not terms:
-        return None
-    quoted = [f'"{term}"' for term in terms[:MAX_TERMS]]
-    return (" OR " if any_word else " ").join(quoted)
+    return [f'"{term}"' for term in terms[:MAX_TERMS]]
 
 
 @dataclass
