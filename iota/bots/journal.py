@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iota.bots.bot import bot_dir, lock_bot, pointed_session
+from iota.bots.entry_counts import EntryCounts
 from iota.bots.journal_entry import Entry, build_entry, render_entry
 from iota.errors import BotError, SearchError, SessionError
 from iota.messages import USER, Message
@@ -147,6 +148,7 @@ class Journal:
         self._opening = threading.Lock()
         self._writer: SearchIndex | None = None
         self._reader: SearchIndex | None = None
+        self._counts = EntryCounts()  # how many entries hold the words of the messages
         if not lazy:
             self.reader  # noqa: B018  (opens both, or raises SearchError now)
 
@@ -177,6 +179,7 @@ class Journal:
                 if index is not None:
                     index.close()
             self._writer = self._reader = None
+        self._counts.forget()
 
     def add_source(self, source: LogSource) -> None:
         """Index `source` too from the next catch-up on: a helper's child session, once written.
@@ -217,7 +220,8 @@ class Journal:
         terms = match_terms(text)
         if not terms:
             return []
-        expression = " OR ".join(self.reader.query(lambda db: _distinctive(db, terms)))
+        total, held = self.reader.query(lambda db: self._counts.count(db, terms))
+        expression = " OR ".join(term for term in terms if 2 * held[term] < total)
         return [stored for stored, _ in self._ranked(expression, limit)] if expression else []
 
     def search_entries(self, query: str, limit: int) -> list[tuple[StoredEntry, str, float]]:
@@ -342,13 +346,6 @@ def journal_block(text: str) -> Message:
 
 def is_journal_block(message: Message) -> bool:
     return message.role == USER and message.notice and message.hidden and message.content.startswith(JOURNAL_MARK)
-
-
-def _distinctive(db: sqlite3.Connection, terms: list[str]) -> list[str]:
-    """The `terms` (FTS5 expressions) found in fewer than half the entries: those BM25 weighs."""
-    total = db.execute("SELECT count(*) FROM entries").fetchone()[0]
-    return [term for term in terms if 2 * db.execute("SELECT count(*) FROM entry_words WHERE entry_words MATCH ?",
-                                                     (term,)).fetchone()[0] < total]
 
 
 def _stored(row: tuple) -> StoredEntry:

@@ -194,6 +194,42 @@ def test_the_block_holds_entries_of_turns_out_of_view_within_the_budget(bot):
     journal.close()
 
 
+def test_a_word_in_half_the_entries_or_more_makes_no_entry_related(bot):
+    for word in ("alpha", "beta", "gamma"):
+        write_turn(bot.session, f"{word} routine work")
+    write_turn(bot.session, "the aardvark routine")
+    journal = opened(bot)
+    journal.catch_up()
+    assert journal.related("routine work", 10) == []                      # in every entry
+    [found] = journal.related("the routine aardvark", 10)
+    assert found.entry.asked == "the aardvark routine"
+    # More turns about the aardvark: once it is in half the entries, it relates nothing either.
+    for _ in range(4):
+        write_turn(bot.session, "aardvark again")
+    journal.catch_up()
+    assert journal.related("aardvark", 10) == []
+    # A rewind takes them back out: the aardvark is rare again (the counts went down with them).
+    target = next(offset for offset, text in bot.session.rewind_points() if text == "aardvark again")
+    bot.session.rewind(target, "aardvark again")
+    journal.catch_up()
+    assert [e.entry.asked for e in journal.related("aardvark", 10)] == ["the aardvark routine"]
+    journal.close()
+
+
+def test_the_trim_of_the_oldest_entries_is_counted_too(bot, monkeypatch):
+    monkeypatch.setattr(journal_module, "KEEP_ENTRIES", 4)
+    for text in ("aardvark one", "aardvark two", "routine 0", "routine 1"):
+        write_turn(bot.session, text)
+    journal = opened(bot)
+    journal.catch_up()
+    assert journal.related("aardvark", 10) == []  # in 2 of the 4 entries
+    write_turn(bot.session, "routine 2")
+    write_turn(bot.session, "aardvark three")
+    journal.catch_up()  # both first aardvarks are trimmed: 1 of the 4 kept entries has the word
+    assert [e.entry.asked for e in journal.related("aardvark", 10)] == ["aardvark three"]
+    journal.close()
+
+
 def test_turns_in_view_and_entries_already_attached_are_not_attached_again(bot):
     written = [write_turn(bot.session, f"task {n}") for n in range(4)]
     journal = opened(bot)
