@@ -24,8 +24,10 @@ import trio
 
 from actors.events import Compaction
 from actors.lane import Command, Lane, UserMessage
+from iota import tokens
 from iota.compaction import summary as compaction
 from iota.bots.summary import read_summary
+from iota.compaction.meter import TokenCount, message_tokens
 from iota.compaction.summary import Compacted
 from iota.sessions.conversation import notice
 from iota.errors import IotaError
@@ -94,8 +96,8 @@ class Outcome(enum.Enum):
 
 
 async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_memory: str | None = None,
-                      flush_saved: int = 0, flush_skipped: bool = False,
-                      running_summary: str = "") -> tuple[Outcome, str]:
+                      flush_saved: int = 0, flush_skipped: bool = False, running_summary: str = "",
+                      on_summary_text: Callable[[str], None] = lambda _text: None) -> tuple[Outcome, str]:
     """Compact the conversation. Failures are shown, and returned with their one-line reason."""
     conversation = lane.conversation
     lane.set_running(compaction.COMPACTING)
@@ -106,7 +108,7 @@ async def compact_now(lane: Lane, hint: str = "", *, manual: bool = False, bot_m
         compacted = await compaction.compact(lane.setup.provider(), lane.setup.model.id, conversation.messages,
                                              count, hint=hint, bot_memory=bot_memory, flush_saved=flush_saved,
                                              flush_skipped=flush_skipped, running_summary=running_summary,
-                                             window=lane.setup.model.context_window)
+                                             window=lane.setup.model.context_window, on_text=on_summary_text)
     except IotaError as error:  # CompactionFailed, or the provider's own error
         lane.notice(compaction.failed_line(error), warning=True)
         return Outcome.FAILED, str(error)
@@ -222,12 +224,19 @@ class BotCompactor:
 
     async def _compact(self, lane: Lane, *, flush_skipped: bool, warn: bool, hint: str = "",
                        manual: bool = False) -> None:
-        with lane.interruptible() as scope:
-            outcome, reason = await compact_now(lane, hint, manual=manual, bot_memory=self.memory.current().body,
-                                                flush_saved=0 if flush_skipped else self.flush_saved,
-                                                flush_skipped=flush_skipped,
-                                                running_summary=read_summary(self.memory.bot_dir)
-                                                if self.remember is not None else "")
+        writing = trio.Event()  # the model has begun the summary: it writes the rest for seconds
+        async with trio.open_nursery() as nursery:
+            if count_follows(lane, self.threshold(lane)):
+                nursery.start_soon(_load_encoding, writing)
+            with lane.interruptible() as scope:
+                outcome, reason = await compact_now(lane, hint, manual=manual, bot_memory=self.memory.current().body,
+                                                    flush_saved=0 if flush_skipped else self.flush_saved,
+                                                    flush_skipped=flush_skipped,
+                                                    running_summary=read_summary(self.memory.bot_dir)
+                                                    if self.remember is not None else "",
+                                                    on_summary_text=lambda _text: writing.set())
+            if not writing.is_set():  # no summary came: the next count loads it if it must
+                nursery.cancel_scope.cancel()
         if scope.cancelled_caught:
             outcome, reason = Outcome.FAILED, "interrupted"
             lane.notice(compaction.failed_line(reason), warning=True)
@@ -247,3 +256,27 @@ class BotCompactor:
             if self.failures >= 2:
                 lane.host.notify(PingKind.COMPACTION_ALARM, compaction.failing_alert(self.bot, reason))
                 self.snoozed_at = lane.meter.used
+
+
+async def _load_encoding(writing: trio.Event) -> None:
+    """Load the token encoding once the model is writing the summary. The load holds the GIL for a
+    third of a second (iota.tokens), freezing every thread: begun before the request is on its way,
+    it would hold that up too; once the model writes, it costs nothing anyone waits for, where the
+    check before the next message, right after the compaction, would make the person wait on it."""
+    await writing.wait()
+    await trio.to_thread.run_sync(tokens.load, abandon_on_cancel=True)
+
+
+def count_follows(lane: Lane, threshold: int) -> bool:
+    """Whether the check before the next message will count tokens exactly after this compaction,
+    with the encoding not loaded yet. After a compaction the meter is a local count of the request's
+    overhead (system prompt, tools), the summary and the kept turn, and `Meter.reaches` counts
+    once their byte bound reaches the threshold: with the overhead and kept turn at half of it
+    already, the summary and the next message as good as always take it there (bytes are some
+    four times the tokens of prose and JSON)."""
+    if tokens.loaded():
+        return False
+    split = compaction.split_for_compaction(lane.conversation.messages)
+    kept = message_tokens(split.tail) if split is not None else TokenCount()
+    kept.add(lane.request_overhead())
+    return 2 * kept.bound >= threshold

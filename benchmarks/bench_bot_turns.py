@@ -7,7 +7,10 @@ context past the bot's threshold, so the bot flushes and compacts. The harness t
 its wall time less the time spent inside the provider (the model's share); it should stay flat
 as the log grows: it prints min / median / max over the first, middle and last 100 turns, and the
 last over the first; and over the turns that compacted (the turn, the flush and the summary, less
-the model's time), which should be no slower than the others. At the end it times opening the bot again (reading the session view). The
+the model's time) and the turns right after them. The fake takes `--summary-seconds` to write
+each summary, as a model takes seconds: what the harness does meanwhile in other threads costs
+the turn nothing, and the wall time of a compaction turn and the next (the model's included)
+shows it. At the end it times opening the bot again (reading the session view). The
 turns are one conversation in order, so there are no cases to interleave.
 
     .venv/bin/python benchmarks/bench_bot_turns.py [turns]
@@ -59,15 +62,16 @@ class TimedProvider:
         await self.provider.aclose()
 
 
-def script(model: FakeModel, turns: int) -> None:
+def script(model: FakeModel, turns: int, summary_seconds: float) -> None:
     for turn in range(1, turns + 1):
         model.reply(f"Answer {turn}: noted.", input_tokens=PAST if turn % EVERY == 0 else 1_500, pieces=2)
         if turn % EVERY == 0:
             model.reply("Nothing new to remember.", pieces=1)                        # the memory flush
-            model.reply(f"Summary up to turn {turn}: the user counts.", pieces=1)    # the summary
+            model.reply(f"Summary up to turn {turn}: the user counts.", pieces=1,    # the summary
+                        drip=summary_seconds / 2)  # before its one piece and before its end
 
 
-async def drive(parts, timed: TimedProvider, turns: int, harness: list[float]):
+async def drive(parts, timed: TimedProvider, turns: int, harness: list[float], wall: list[float]):
     async def face(events: trio.MemoryReceiveChannel, inputs: trio.MemorySendChannel) -> None:
         for _turn in range(1, turns + 1):
             model_before, start = timed.seconds, time.perf_counter()
@@ -77,7 +81,8 @@ async def drive(parts, timed: TimedProvider, turns: int, harness: list[float]):
                 ended = ended or isinstance(event, TurnEnded)
                 if ended and isinstance(event, Status) and not event.running and not event.queued:
                     break
-            harness.append((time.perf_counter() - start) - (timed.seconds - model_before))
+            wall.append(time.perf_counter() - start)
+            harness.append(wall[-1] - (timed.seconds - model_before))
         await inputs.send(Leave(0))
         async for _ in events:  # keep draining until the chat closes
             pass
@@ -88,7 +93,10 @@ async def drive(parts, timed: TimedProvider, turns: int, harness: list[float]):
 def main() -> None:
     options = parser(__doc__)
     options.add_argument("turns", nargs="?", type=int, default=2000, help="turns of the conversation (default 2000)")
-    turns = options.parse_args().turns
+    options.add_argument("--summary-seconds", type=float, default=0.5,
+                         help="how long the fake takes to write each summary (default 0.5)")
+    parsed = options.parse_args()
+    turns = parsed.turns
     with tempfile.TemporaryDirectory() as home, FakeModel() as model:
         os.environ["HOME"] = home
         project = Path(home, "project")
@@ -98,16 +106,17 @@ def main() -> None:
             f"providers:\n  fake: {{type: openai, url: '{model.openai_url}', key: k}}\n"
             "models:\n  m: {provider: fake, id: fake, context_window: 32k}\n"
             "agents:\n  coder: {mode: bot, model: m}\n")
-        script(model, turns)
+        script(model, turns, parsed.summary_seconds)
         args = build_parser().parse_args(["run", "coder"])
         harness: list[float] = []
+        wall: list[float] = []
         with ExitStack() as cleanup:
             parts = open_chat(args, config.load(project), cleanup)
             parts.write_terminal = None
             timed = TimedProvider(parts.setup.provider())
             parts.setup._provider = timed
             started = time.perf_counter()
-            trio.run(drive, parts, timed, turns, harness)
+            trio.run(drive, parts, timed, turns, harness, wall)
             total = time.perf_counter() - started
         log = next(Path(home, ".iota", "sessions").glob("*/messages.jsonl"))
         compactions = log.read_text().count('"role":"compaction"')
@@ -120,9 +129,12 @@ def main() -> None:
             print(f"{first + 1:>6}-{first + len(window):<6} {spread(window, 1e3, 1)}")
         print(ratio("the last 100 turns over the first 100, median", statistics.median(harness[starts[-1]:]),
                     statistics.median(harness[:100]), "≤ 1.15x"))
-        compacting = harness[EVERY - 1::EVERY]
+        compacting, after = harness[EVERY - 1::EVERY], harness[EVERY::EVERY]
         if compacting:
             print(f"{'compactions':>13} {spread(compacting, 1e3, 1)}   ({len(compacting)} turns: the turn, flush, summary)")
+            print(f"{'after them':>13} {spread(after, 1e3, 1)}   (the next turn)")
+            pairs = [a + b for a, b in zip(wall[EVERY - 1::EVERY], wall[EVERY::EVERY])]
+            print(f"{'wall':>13} {spread(pairs, 1e3, 1)}   (a compaction turn and the next, the model's time included)")
         opens = []
         for _ in range(5):
             start = time.perf_counter()

@@ -16,7 +16,8 @@ importing this module loads nothing, and neither does `byte_bound`: only the fir
 An ordinary chat never needs one: every o200k token stands for at least one byte of UTF-8 (it is
 a byte-level BPE), so a text's UTF-8 length bounds its count from above, and the meter counts
 only when that bound could reach a threshold (iota.compaction.meter). A lock makes threads that
-count at once share one load.
+count at once share one load. A bot that will need a count right after a compaction loads it
+early (`load`), while the compaction waits for the model (actors.compactor).
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ def count_each(texts: Sequence[str]) -> list[int]:
         return counter(batch)
     except UnicodeEncodeError:
         return counter([_encodable(text) for text in batch])
+
+
+def load() -> None:
+    """Load the encoding now unless it is loaded (blocking, with the GIL held for as long)."""
+    _counter()
+
+
+def loaded() -> bool:
+    return _count_batch is not None
 
 
 def byte_bound(text: str) -> int:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from iota.compaction.meter import (
@@ -387,9 +387,11 @@ async def summarize(
     flush_saved: int = 0,
     running_summary: str = "",
     budget: int | None = None,
+    on_text: Callable[[str], None] = lambda _text: None,
 ) -> tuple[str, Usage]:
     """The summary of `split.middle` (trimmed, within `budget` characters of conversation) and
-    what asking for it cost, both calls if there were two.
+    what asking for it cost, both calls if there were two. `on_text` is given the summary's text
+    as it streams in.
 
     Raises CompactionFailed: `empty summary`, or the provider's own error text.
     """
@@ -398,12 +400,12 @@ async def summarize(
                                running_summary, budget)
 
     identifiers = recent_identifiers(split.middle)
-    summary, usage = await _ask(provider, model_id, request())
+    summary, usage = await _ask(provider, model_id, request(), on_text)
     missing = [identifier for identifier in identifiers if identifier not in summary]
     if summary and not missing:
         return summary, usage
     try:
-        second, second_usage = await _ask(provider, model_id, request(retry_note(summary, missing)))
+        second, second_usage = await _ask(provider, model_id, request(retry_note(summary, missing)), on_text)
     except CompactionFailed:
         if not summary:
             raise
@@ -416,10 +418,9 @@ async def summarize(
     return summary, usage
 
 
-async def _ask(provider: Provider, model_id: str, text: str) -> tuple[str, Usage]:
+async def _ask(provider: Provider, model_id: str, text: str, on_text: Callable[[str], None]) -> tuple[str, Usage]:
     try:
-        reply = await provider.stream(Request(model=model_id, system="", messages=[Message(USER, text)]),
-                                      lambda _text: None)
+        reply = await provider.stream(Request(model=model_id, system="", messages=[Message(USER, text)]), on_text)
     except ProviderError as error:
         raise CompactionFailed(str(error)) from error
     return reply.text.strip(), reply.usage
@@ -442,6 +443,7 @@ async def compact(
     flush_skipped: bool = False,
     running_summary: str = "",
     window: int | None = None,
+    on_text: Callable[[str], None] = lambda _text: None,
 ) -> Compacted | None:
     """Summarise all but the last turn of the live view `messages`, as much of it as the summary
     request can carry for a model of `window` tokens (`transcript_budget`).
@@ -449,7 +451,8 @@ async def compact(
     `conversation_count` is the conversation records in the log (`Session.conversation_count`);
     every message of the view must already be saved. `bot_memory` is a bot's MEMORY.md body read
     fresh ("" when empty), None outside a bot; `flush_saved` the lines its memory flush saved;
-    `flush_skipped` marks the record of a compaction without a finished flush.
+    `flush_skipped` marks the record of a compaction without a finished flush; `on_text` is
+    given the summary's text as it streams in.
 
     Returns None when nothing is older than the last turn. Raises CompactionFailed (one-line
     reason) when the summary cannot be had; the conversation is then unchanged.
@@ -463,7 +466,7 @@ async def compact(
         raise CompactionFailed(NOT_SAVED)
     summary, usage = await summarize(provider, model_id, split, hint=hint, bot_memory=bot_memory,
                                      flush_saved=flush_saved, running_summary=running_summary,
-                                     budget=transcript_budget(window) if window else None)
+                                     budget=transcript_budget(window) if window else None, on_text=on_text)
     record = Message(COMPACTION, summary, compacted_through=through, usage=usage, flush_skipped=flush_skipped)
     first = dataclasses.replace(split.tail[0], content=summary_preamble(summary) + split.tail[0].content)
     return Compacted(record, [*split.head, first, *split.tail[1:]])
