@@ -18,7 +18,8 @@ through it can reach another bot's conversation or a chat's.
 
 What is attached to a message (`context`): entries of turns the model no longer sees, within a
 budget. Right after a compaction, the turns it just condensed (newest first, a larger budget);
-otherwise the latest few; then older entries whose words match the message. An entry already
+otherwise the latest few; then older entries whose words match the message (its words in fewer
+than half the entries: see `related`). An entry already
 attached earlier and still in the conversation is not attached again. The block is a notice
 marked hidden (the transcript does not show it, and the index never indexes it back), that starts
 with `JOURNAL_MARK` for the model to know it.
