@@ -5,10 +5,12 @@
 
 The journal asks before every message which of its words are in half the entries or more (those
 BM25 gives no weight; see Journal.related). Counting the matches of "the" anew each time reads
-every entry that has it, a little more with each turn of a long conversation; kept counts are
-brought up by the entries whose ids lie past the last count. Entries are only ever added with
-higher ids (AUTOINCREMENT) or deleted; when any entry counted before has gone (a rewind, the trim
-to the latest KEEP_ENTRIES, a rebuilt file), the counts start again from nothing.
+every entry that has it, and counting the entries reads them all, a little more with each turn of
+a long conversation; kept counts are brought up by the entries whose ids lie past the last count.
+Entries are only ever added, with higher ids (AUTOINCREMENT), or deleted, and every deletion adds
+one to `entry_deletions` in its own transaction; when that changed since the last count (a rewind,
+the trim to the latest KEEP_ENTRIES), or the ids did (a rebuilt file), the counts start again
+from nothing.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ KEEP_TERMS = 1000
 
 @dataclass
 class EntryCounts:
-    oldest: int | None = None    # the lowest entry id at the last count
-    through: int = 0             # the highest
-    total: int = 0               # how many entries there were
+    deletions: int | None = None  # `entry_deletions` at the last count
+    oldest: int | None = None     # the lowest entry id then
+    through: int = 0              # the highest
+    total: int = 0                # how many entries there were
     # term -> (the entries holding it, among those with ids up to this one), the latest asked last
     held: dict[str, tuple[int, int]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -44,17 +47,18 @@ class EntryCounts:
     def forget(self) -> None:
         """Count from nothing next time (the journal's file is opened again)."""
         with self._lock:
-            self.oldest, self.through, self.total = None, 0, 0
+            self.deletions, self.oldest, self.through, self.total = None, None, 0, 0
             self.held.clear()
 
     def _count(self, db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
-        oldest, newest, total = db.execute("SELECT min(id), max(id), count(*) FROM entries").fetchone()
+        deletions = db.execute("SELECT count FROM entry_deletions").fetchone()[0]
+        oldest, newest = db.execute("SELECT min(id), max(id) FROM entries").fetchone()
         newest = newest or 0
-        # Ids are never reused: when the lowest is the same and the entries up to the last
-        # count's highest are as many as then, they are the same entries.
-        added = db.execute("SELECT count(*) FROM entries WHERE id > ?", (self.through,)).fetchone()[0]
-        if oldest != self.oldest or total != self.total + added:
+        if deletions != self.deletions or oldest != self.oldest or newest < self.through:
             self.held.clear()
+            total = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        else:
+            total = self.total + db.execute("SELECT count(*) FROM entries WHERE id > ?", (self.through,)).fetchone()[0]
         for term in terms:
             held, through = self.held.pop(term, (0, 0))
             if through < newest:
@@ -62,7 +66,7 @@ class EntryCounts:
             self.held[term] = (held, newest)
         while len(self.held) > KEEP_TERMS:
             del self.held[next(iter(self.held))]
-        self.oldest, self.through, self.total = oldest, newest, total
+        self.deletions, self.oldest, self.through, self.total = deletions, oldest, newest, total
         return total, {term: self.held[term][0] for term in terms}
 
 

@@ -82,6 +82,8 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_by_place ON entries (log, offset);
 CREATE VIRTUAL TABLE IF NOT EXISTS entry_words USING fts5 (text, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS entry_deletions (id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL);
+INSERT OR IGNORE INTO entry_deletions VALUES (1, 0);
 """
 _ENTRY_COLUMNS = "e.turn, e.position, e.offset, e.at, e.outcome, e.asked, e.did, e.calls, e.failed, e.answer, e.files"
 
@@ -113,6 +115,8 @@ class EntryWriter:
 def _delete_entries(db: sqlite3.Connection, where: str, values: tuple) -> None:
     db.execute(f"DELETE FROM entry_words WHERE rowid IN (SELECT id FROM entries WHERE {where})", values)
     db.execute(f"DELETE FROM entries WHERE {where}", values)
+    # In the same transaction, for the counts a reader keeps (iota.bots.entry_counts).
+    db.execute("UPDATE entry_deletions SET count = count + 1")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import random
 import sqlite3
 
 from iota.bots.entry_counts import KEEP_TERMS, EntryCounts
-from iota.bots.journal import ENTRY_SCHEMA
+from iota.bots.journal import ENTRY_SCHEMA, _delete_entries as delete_entries
 
 WORDS = ["alpha", "beta", "gamma", "delta", "the", "parser", "flaky", "seed"]
 TERMS = [f'"{word}"' for word in WORDS] + ['"flaky seed"', '"absent"']
@@ -25,11 +25,6 @@ def add_entry(db: sqlite3.Connection, words: str) -> None:
     row = db.execute("INSERT INTO entries (log, turn, position, offset, outcome, asked, did, calls, failed, answer, "
                      "files) VALUES (1, 't', 0, 0, 'finished', ?, '', 0, 0, '', '')", (words,)).lastrowid
     db.execute("INSERT INTO entry_words (rowid, text) VALUES (?, ?)", (row, words))
-
-
-def delete_entries(db: sqlite3.Connection, where: str, values: tuple = ()) -> None:
-    db.execute(f"DELETE FROM entry_words WHERE rowid IN (SELECT id FROM entries WHERE {where})", values)
-    db.execute(f"DELETE FROM entries WHERE {where}", values)
 
 
 def recount(db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
