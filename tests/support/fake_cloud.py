@@ -15,7 +15,7 @@ import struct
 import zlib
 from typing import Any
 
-# A streamed reply as fake_model builds it: steps of (is_piece, bytes), the end, the error.
+# A streamed reply as fake_wire frames it: steps of (is_piece, bytes), the end, the error.
 Frames = tuple[list[tuple[bool, bytes]], list[tuple[bool, bytes]], bytes]
 
 

@@ -2,7 +2,7 @@
 
 The server scripts one reply however it is asked; this module writes it in these two dialects,
 as steps the server's stream writer sends one by one and places its faults between (see
-fake_model: a step is `(is_piece, bytes)`, and the pieces are what `drop_after` and the others
+fake_wire: a step is `(is_piece, bytes)`, and the pieces are what `drop_after` and the others
 count):
 
     Responses  POST …/responses: named events — response.created, response.in_progress, then per
@@ -18,8 +18,8 @@ count):
                failure is a chunk {"error": {code, message, status}}. Its HTTP errors are Google's
                {"error": {code, message, status}}.
 
-This module imports fake_model's helpers and fake_model imports it only when it serves, so the
-two can be read (and changed) apart.
+This module uses fake_wire's helpers, as fake_wire's own Anthropic and OpenAI framing does, and
+fake_model imports it to serve these two dialects, so each framing can be read (and changed) apart.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 from tests.support.api_rules import data_url_parts, image_problem
-from tests.support.fake_model import _arguments_text, _split, _stop_reason
+from tests.support.fake_wire import _arguments_text, _split, _stop_reason
 
 # Google's status words for the HTTP errors a test scripts without naming its kind.
 _GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
