@@ -7,7 +7,8 @@ from __future__ import annotations
 import trio
 
 from actors.events import Choose, ToolEnded, ToolStarted
-from tests.ui.widgets.test_widgets import OPTIONS, Screen, rendered
+from tests.ui.widgets.test_layout import Screen
+from tests.ui.widgets.test_widgets import OPTIONS, rendered
 from ui.widgets.chooser import Chooser
 from ui.widgets.controls import escape_controls
 from ui.widgets.transcript import Transcript

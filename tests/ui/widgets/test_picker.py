@@ -5,7 +5,8 @@ from __future__ import annotations
 import trio
 
 from actors.events import Choose
-from tests.ui.widgets.test_widgets import Screen, rendered
+from tests.ui.widgets.test_layout import Screen
+from tests.ui.widgets.test_widgets import rendered
 from ui.widgets.picker import FilterChooser
 
 TITLES = ["Fix the parser", "├─ Try the regex way", "└─ Keep it by hand", "Kitchen shelves", "Parser benchmarks"]
