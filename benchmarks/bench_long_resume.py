@@ -36,18 +36,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_startup import BATCH, PROSE, command_pid, peak_kib, record  # noqa: E402
+from benchmarks.bench_startup import build_session, command_pid, peak_kib, wait_for  # noqa: E402
 from benchmarks.figures import (SPREAD_HEADER, environment_without_keys, interleaved, iota_command,  # noqa: E402
                                 parser, ratio, spread)
 from iota import paths  # noqa: E402
-from iota.messages import Message, Usage  # noqa: E402
-from iota.sessions.bundle import Session  # noqa: E402
 from tests.support.fake_model import FakeModel  # noqa: E402
-from tests.support.terminal import Terminal, Terminals  # noqa: E402
+from tests.support.terminal import Terminals  # noqa: E402
 
-RETAINED = 40
 IDLE_SECONDS = 2.0
-TIMEOUT = 120.0
+TIMEOUT = 30.0
 QUESTION = "compact now?"
 
 
@@ -55,33 +52,9 @@ QUESTION = "compact now?"
 class Case:
     name: str
     session_id: str
-    log_bytes: int
     opened: list[float] = field(default_factory=list)
     idle_kib: list[float] = field(default_factory=list)
     turn: list[float] = field(default_factory=list)
-
-
-def build(project: Path, records: int, compacted: bool) -> tuple[str, int]:
-    meta = dict(provider="an", model="fake-claude", context_window=200_000, cwd=str(project), agent="coder")
-    with Session.new(paths.project_sessions_dir(project), **meta) as session:
-        session.append([Message("system", "You are a careful coding agent. " * 20)])
-        for start in range(0, records, BATCH):
-            session.append([record(i) for i in range(start, min(start + BATCH, records))])
-        if compacted:
-            through = session.conversation_count - RETAINED
-            session.append([Message("compaction", PROSE * 20, compacted_through=through, usage=Usage(12_000, 900))])
-        return session.id, (session.dir / "messages.jsonl").stat().st_size
-
-
-def wait_until(terminal: Terminal, ready, started: float, what: str) -> tuple[float, str]:
-    while True:
-        screen = terminal.capture()
-        now = time.perf_counter()
-        if ready(screen):
-            return now - started, screen
-        if now - started > TIMEOUT:
-            raise SystemExit(f"{what} did not appear within {TIMEOUT}s; the screen:\n{screen}")
-        time.sleep(0.01)
 
 
 def measure(case: Case, terminals: Terminals, iota: str, env: dict[str, str], cwd: Path, turn: int) -> None:
@@ -89,18 +62,18 @@ def measure(case: Case, terminals: Terminals, iota: str, env: dict[str, str], cw
     argv = [iota, "resume", case.session_id]
     terminal = terminals.start(argv, cols=110, rows=32, env=env, cwd=cwd)
     try:
-        opened, _ = wait_until(terminal, lambda s: "Resumed session" in s, started, "the resumed session")
+        opened, _ = wait_for(terminal, lambda s: "Resumed session" in s, started, "the resumed session")
         case.opened.append(opened)
         time.sleep(IDLE_SECONDS)
         pid = command_pid(terminal, argv)
         case.idle_kib.append(peak_kib(pid))
         if QUESTION in " ".join(terminal.capture().split()):
             terminal.send_keys("Down", "Enter")  # Not now
-            wait_until(terminal, lambda s: QUESTION not in " ".join(s.split()), time.perf_counter(), "the answer")
+            wait_for(terminal, lambda s: QUESTION not in " ".join(s.split()), time.perf_counter(), "the answer")
         terminal.type(f"question {turn}")
         entered = time.perf_counter()
         terminal.send_keys("Enter")
-        case.turn.append(wait_until(terminal, lambda s: f"answer {turn}." in s, entered, "the reply")[0])
+        case.turn.append(wait_for(terminal, lambda s: f"answer {turn}." in s, entered, "the reply")[0])
         terminal.send_keys("C-d")
         status = terminal.wait_for_exit(timeout=TIMEOUT)
         if status != 0:
@@ -133,13 +106,14 @@ def main() -> None:
             "models:\n  claude: {provider: an, id: fake-claude, context_window: 200k}\n"
             "agents:\n  coder:\n    mode: agent\n    model: claude\n    tools:\n      code:\n")
         os.environ["HOME"] = str(home)  # iota.paths, for building the sessions
-        cases = [Case("compacted", *build(project, options.records, compacted=True)),
-                 Case("never compacted", *build(project, options.records, compacted=False))]
+        cases = [Case("compacted", build_session(project, options.records)),
+                 Case("never compacted", build_session(project, options.records, retained=None))]
+        log_bytes = (paths.project_sessions_dir(project) / cases[0].session_id / "messages.jsonl").stat().st_size
         env = environment_without_keys(home)
         terminals = Terminals(Path(scratch))
         for turn, (_, case) in enumerate(interleaved(cases, options.runs), start=1):
             measure(case, terminals, iota, env, project, turn)
-        print(f"iota resume of {options.records:,} records ({cases[0].log_bytes / 1e6:.1f} MB of log), "
+        print(f"iota resume of {options.records:,} records ({log_bytes / 1e6:.1f} MB of log), "
               f"{options.runs} interleaved runs\n")
         for title, attribute, scale, digits in (("opened: Resumed session on screen, s", "opened", 1, 3),
                                                 (f"peak memory after {IDLE_SECONDS:.0f} s idle, MiB", "idle_kib",

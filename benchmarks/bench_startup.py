@@ -209,15 +209,17 @@ def measure(case: Case, terminals: Terminals, replies: Replies, env: dict[str, s
         terminal.kill()
 
 
-def build_compacted_session(project: Path) -> str:
-    """A session of RECORDS conversation records, compacted so that RETAINED remain in view."""
+def build_session(project: Path, records: int = RECORDS, retained: int | None = RETAINED) -> str:
+    """The coder agent's session of `records` conversation records, compacted so that `retained`
+    remain in view (None: never compacted)."""
     meta = dict(provider="an", model="fake-claude", context_window=200_000, cwd=str(project), agent="coder")
     with Session.new(paths.project_sessions_dir(project), **meta) as session:
         session.append([Message("system", "You are a careful coding agent. " * 20)])
-        for start in range(0, RECORDS, BATCH):
-            session.append([record(i) for i in range(start, min(start + BATCH, RECORDS))])
-        through = session.conversation_count - RETAINED
-        session.append([Message("compaction", PROSE * 20, compacted_through=through, usage=Usage(12_000, 900))])
+        for start in range(0, records, BATCH):
+            session.append([record(i) for i in range(start, min(start + BATCH, records))])
+        if retained is not None:
+            through = session.conversation_count - retained
+            session.append([Message("compaction", PROSE * 20, compacted_through=through, usage=Usage(12_000, 900))])
         return session.id
 
 
@@ -298,7 +300,7 @@ def main() -> None:
             "      shell: {sandbox: auto}\n"
             "  coder-oa:\n    mode: agent\n    model: gpt\n    tools:\n      code:\n      shell: {sandbox: auto}\n")
         os.environ["HOME"] = str(home)  # iota.paths, for building the session
-        session_id = build_compacted_session(project)
+        session_id = build_session(project)
         env = environment_without_keys(home)
         cases = [
             Case("tmux baseline", ["sh", "-c", f"printf '{FRAMED}\\n{CARD}\\n{'─' * 20}\\n❯ '; exec cat"], iota=False),
