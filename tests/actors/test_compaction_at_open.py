@@ -16,7 +16,7 @@ from iota import paths
 from iota.chat import prepare_chat
 from iota.config import settings
 from iota.memory.layers import BotMemory
-from iota.messages import ASSISTANT, USER, Message
+from iota.messages import ASSISTANT, USER, Message, Usage
 from iota.sessions.conversation import Conversation
 from iota.tools.remember import Remember
 
@@ -36,6 +36,16 @@ async def test_a_chat_opened_from_its_tail_is_asked_at_start(project, session, l
     lane, stop = await _lane(project, session, left_out)
     CompactionOffer().offer_at_open(lane)
     assert [job.name for job in lane.inbox if isinstance(job, Command)] == queued
+    await stop()
+
+
+async def test_a_chat_opened_whole_but_past_its_threshold_is_asked_at_start(project, session):
+    """Nothing was left out, but the last request already filled the window: asked before anything
+    is typed, not only at the first send."""
+    lane, stop = await _lane(project, session, 0)
+    lane.meter.settle(Usage(lane.setup.model.context_window, 10))
+    CompactionOffer().offer_at_open(lane)
+    assert [job.name for job in lane.inbox if isinstance(job, Command)] == ["offer compaction"]
     await stop()
 
 
