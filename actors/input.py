@@ -79,6 +79,6 @@ async def run(inputs: trio.MemoryReceiveChannel, lane: Lane, commands: dict, lea
         elif isinstance(item, Focus):
             link.focus(item.focused)
         elif isinstance(item, CycleMode):
-            switch_mode(lane, next_mode(lane.approvals.mode))
+            await switch_mode(lane, next_mode(lane.approvals.mode))
         elif isinstance(item, ListFiles) and lane.listing is not None:
             lane.listing.want()

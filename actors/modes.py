@@ -17,8 +17,14 @@ whatever runs), so the model knows whether it is planning.
 
 from __future__ import annotations
 
+from functools import partial
+
+import trio
+
 from actors.events import Hint
 from actors.lane import JobNote, Lane
+from iota.errors import SessionError
+from iota.sessions.bundle import Session
 from iota.tools.modes import ASK, MODE_MEANINGS, MODES, PLAN, PLAN_NOTICE
 
 MODE_HELP = "the permission mode (Shift+Tab cycles it): /mode [ask|auto-edit|plan]"
@@ -31,18 +37,27 @@ def next_mode(mode: str) -> str:
     return MODES[(MODES.index(mode) + 1) % len(MODES)] if mode in MODES else ASK
 
 
-def switch_mode(lane: Lane, mode: str) -> None:
-    """Set the mode the person chose, keep it with the session, show it, and tell the model
-    when planning starts or stops."""
+async def switch_mode(lane: Lane, mode: str) -> None:
+    """Set the mode the person chose, show it, tell the model when planning starts or stops, and
+    keep it with the session (in a worker thread: meta.json is fsynced; a failed write is a
+    warning, the mode holds for this run)."""
     before = lane.approvals.mode
     lane.approvals.mode = mode
-    session = lane.conversation.session
-    if session is not None:
-        session.update_meta(touch=False, **{META_KEY: mode})
     lane.show_status()
     lane.emit(Hint(f"mode: {mode} — {MODE_MEANINGS[mode]} (Shift+Tab: next)", HINT_SECONDS))
     if (before == PLAN) != (mode == PLAN):
         lane.inbox.put(JobNote(PLAN_NOTICE if mode == PLAN else PLAN_OFF.format(mode=mode)))
+    session = lane.conversation.session
+    if session is not None:
+        try:
+            await trio.to_thread.run_sync(partial(keep_mode, session, mode))
+        except SessionError as error:
+            lane.notice(f"{error}; the mode holds until iota stops", warning=True)
+
+
+def keep_mode(session: Session, mode: str) -> None:
+    """Keep `mode` in the session's meta.json (blocking I/O)."""
+    session.update_meta(touch=False, **{META_KEY: mode})
 
 
 def saved_mode(meta: dict | None) -> str:
@@ -56,15 +71,12 @@ def card_line(mode: str) -> str | None:
     return None if mode == ASK else f"mode {mode}: {MODE_MEANINGS[mode]} (Shift+Tab or /mode to change)"
 
 
-def starting_mode(chosen: str | None):
-    """A lane `on_start` hook: the mode `--mode` chose, else the one the session was left in."""
+def starting_mode(mode: str):
+    """A lane `on_start` hook: the chat starts in `mode` (`--mode`'s, else the one its session was
+    left in; see ui.chat_parts)."""
 
     def start(lane: Lane) -> None:
-        session = lane.conversation.session
-        mode = chosen or saved_mode(session.meta if session is not None else None)
         lane.approvals.mode = mode
-        if chosen and session is not None:
-            session.update_meta(touch=False, **{META_KEY: mode})
         lane.show_status()
 
     return start
@@ -79,4 +91,4 @@ async def mode_command(lane: Lane, argument: str) -> None:
     elif wanted not in MODES:
         lane.notice(f"unknown mode {argument.strip()!r}: use one of {', '.join(MODES)}", warning=True)
     else:
-        switch_mode(lane, wanted)
+        await switch_mode(lane, wanted)

@@ -27,7 +27,7 @@ from actors.lane import Lane
 from actors.memory_watcher import MEMORY_HELP, MemoryWatcher
 from actors.state_file import StateFileOutlet
 from actors.mentions import FileListing, attach_mentions
-from actors.modes import card_line, saved_mode, starting_mode
+from actors.modes import card_line, keep_mode, saved_mode, starting_mode
 from actors.supervisor import ChatParts
 from actors.titler import Titler
 from actors.skills_watcher import SkillsWatcher
@@ -39,7 +39,7 @@ from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
 from iota.bots.journal import Journal, bot_sources
-from iota.errors import IotaError, SessionLocked
+from iota.errors import IotaError, SessionError, SessionLocked
 from iota.hosts import detect, host_lines
 from iota.mcp.servers import servers_for_run
 from iota.prompt import agents_files
@@ -112,10 +112,17 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         commands["candidates"] = (CANDIDATES_HELP, upkeep.command)
     skills = SkillsWatcher(setup) if setup.mode in ("agent", "bot") and setup.agent.tools.skills else None
     commands["help"] = (COMMANDS["help"][0], help_command(commands, setup.mode))
-    # The permission mode: `--mode`'s, else the one the session was left in; any but `ask` is on the card.
+    # The permission mode: `--mode`'s (kept with the session), else the one the session was left
+    # in; any but `ask` is on the card.
     chosen_mode = getattr(args, "mode", None)
     session_now = chat.conversation.session
-    mode_line = card_line(chosen_mode or saved_mode(session_now.meta if session_now is not None else None))
+    mode = chosen_mode or saved_mode(session_now.meta if session_now is not None else None)
+    mode_line = card_line(mode)
+    if chosen_mode and session_now is not None:
+        try:
+            keep_mode(session_now, mode)
+        except SessionError as error:
+            config_warnings = [*config_warnings, f"--mode {mode} holds for this run only: {error}"]
     card = _card(setup, chat.label, host.name, [*config_warnings, *_log_warnings(chat), *chat.warnings,
                                                 *([mode_line] if mode_line else [])], chat.about)
 
@@ -140,7 +147,7 @@ def open_chat(args: argparse.Namespace, loaded: Config, cleanup: ExitStack, choo
         recover=compactor.recover if compactor else None,
         host_outlets=[StateFileOutlet(bots.bot_dir(setup.agent.name), setup.agent.name, setup.project_root,
                                       host.tmux)] if chat.bot else [],
-        on_start=[show_what_it_shows, starting_mode(chosen_mode), compactor.check if compactor else offer.offer_at_open,
+        on_start=[show_what_it_shows, starting_mode(mode), compactor.check if compactor else offer.offer_at_open,
                   *(work.on_start if work else [])],
         # A session switched to is offered compaction as a resumed one is at start.
         on_switch=[compactor.check if compactor else offer.offer_at_open],
