@@ -37,7 +37,6 @@ from iota.bots.defined_agents import check_definition, save_definition
 from iota.config.entries import AgentConfig
 from iota.config.settings import Config
 from iota.errors import BotError, IotaError, ToolError
-from iota.paths import bots_dir
 from iota.messages import ASSISTANT, CANCELLED, FAILED, TOOL, TURN_END, USER, Message, ToolCall
 from iota.providers.base import Provider, Request
 from iota.sessions.bundle import Session, new_turn_id
@@ -70,7 +69,7 @@ async def run_helper(setup: HelperSetup, name: str, task: str, open_tools: Calla
     observer = _HelperObserver(name, context.call if context else None, context.observer if context else None)
     done = HelperRun(agent=name)
     session = setup.new_session(title=f"{name}: {clip(task, TITLE_CHARS)}", parent=parent.id,
-                                bucket=_bucket_beside(parent)) if save and parent is not None else None
+                                bucket=parent.dir.parent) if save and parent is not None else None
     recorder = _SessionRecorder(session) if session is not None else NoRecorder()
     turn = Turn(id=new_turn_id())
     opening = Message(USER, content=task, turn=turn.id)
@@ -105,12 +104,6 @@ async def run_helper(setup: HelperSetup, name: str, task: str, open_tools: Calla
                 done.tokens += message.usage.input + message.usage.output + message.usage.cache_read + \
                     message.usage.cache_write
     return done
-
-
-def _bucket_beside(parent: Session) -> Path | None:
-    """Where a helper's session goes: beside its caller's, so the session tree shows it under it —
-    but not among a bot's sessions, which are the bot's alone (None: the helper's own bucket)."""
-    return None if bots_dir() in parent.dir.parents else parent.dir.parent
 
 
 async def _close(setup: HelperSetup, session: Session | None, kept: Callable[[Session], None]) -> None:
@@ -245,7 +238,8 @@ class BackgroundHelpers:
             with work.scope:
                 try:
                     done = await run(work.agent, work.task)
-                except ToolError as error:
+                except Exception as error:  # a helper that cannot start is a failed
+                    # helper, as a foreground call's failure is a result: never the end of the chat
                     text = f"error: {error}"
         finally:
             work.ended = True
