@@ -33,6 +33,9 @@ async def clear(lane: Lane, argument: str) -> None:
     conversation.session = new
     conversation.system_saved = False
     lane.meter.seed([], None, overhead=lane.request_overhead())
+    # What waits in the queue goes on to the new conversation, and leaves the old one's queue.json
+    # (which would otherwise show it as not sent when that session is resumed).
+    await lane.kept.moved_from(old)
     if old is not None:
         old.close()
     lane.report_session()

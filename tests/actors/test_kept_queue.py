@@ -143,3 +143,25 @@ async def test_what_waits_moves_with_the_chat_to_another_session(open_lane, sess
             release.set()
     finally:
         other.close()
+
+
+async def test_clear_takes_what_waits_to_the_new_conversation_and_out_of_the_old_ones_file(
+        open_lane, fake_model, session):  # noqa: F811
+    from actors.commands.conversation import clear
+
+    fake_model.reply("Answer.")
+    release = trio.Event()
+    async with open_lane(Conversation(session=session)) as chat:
+        chat.lane.submit(busy_until(release))
+        await chat.lane.submit_message("typed while busy")
+        assert [text for _, text in on_disk(session)] == ["typed while busy"]
+        await clear(chat.lane, "")
+        new = chat.conversation.session
+        assert new is not session
+        assert on_disk(session) == []  # resuming the old one shows nothing as not sent
+        assert [text for _, text in on_disk(new)] == ["typed while busy"]
+        release.set()
+        await chat.until(TurnEnded)
+    assert [r["content"] for r in all_records(new) if r["role"] == USER] == ["typed while busy"]
+    assert on_disk(new) == []
+    new.close()
