@@ -69,7 +69,6 @@ from iota.tools.base import ApprovalRequest, Toolbox
 # ---- the lane --------------------------------------------------------------------------------
 
 APPROVAL_OPTIONS = (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY, Decision.DENY_WITH_REASON)
-# How often what could not be written (a full disk) is tried again while nothing else writes.
 
 
 class Lane:

@@ -75,8 +75,9 @@ class Upkeep:
         self.now = now
         self.person_turns = 0     # typed since the last upkeep
         # The running summary (iota.bots.summary): refreshed by this job every `summary_every`
-        # typed turns, and carried by the first message after a compaction.
-        self.summary_every = setup.agent.summary_every
+        # typed turns, and carried by the first message after a compaction; `upkeep: false` turns
+        # it off with the rest of the upkeep.
+        self.summary_every = setup.agent.summary_every if setup.agent.upkeep else 0
         self.summary_state = running.summary_mark(memory.bot_dir)
         self.summary_turns = 0    # typed since the last refresh
         self._carry = False       # a compaction just happened: the next message carries the summary
@@ -130,7 +131,7 @@ class Upkeep:
         turn = lane.last_turn
         if turn is None or turn.interrupted:
             return
-        if (self.enabled and (self._due() or (self._condensed and not self._failing))) or self._summary_due():
+        if self._due() or (self.enabled and self._condensed and not self._failing) or self._summary_due():
             self._queue(lane)
 
     def _due(self) -> bool:

@@ -122,3 +122,15 @@ async def test_it_is_carried_after_a_compaction_and_given_to_the_compaction_prom
     assert SUMMARY_MARK not in str(before.body["messages"])
     # It rides on that message, in the log: later requests carry the same one, not another.
     assert sum(SUMMARY_MARK in str(m.get("content")) for m in later.body["messages"]) == 1
+
+
+async def test_upkeep_false_refreshes_no_summary_either(configure, fake_model):  # noqa: F811
+    configure(QUIET + "    upkeep: false\n    summary_every: 1\n")
+
+    async def person(face: Face) -> None:
+        for turn in range(3):
+            fake_model.reply("Ok.")
+            await face.say(f"point {turn}")
+
+    await run_bot(person)
+    assert summaries(fake_model) == [] and not summary_file().exists()
