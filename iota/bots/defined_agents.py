@@ -53,6 +53,11 @@ def check_definition(args: dict[str, Any], creator: AgentConfig, config: Config,
                        f"got {name!r}")
     if name in config.agents:
         raise BotError(f"{name} is an agent of the config: choose another name")
+    if (agents_dir(bot_directory) / f"{name}{SUFFIX}").exists():
+        # Writing it would replace an agent the person approved earlier under a question that
+        # said "define", not "replace": the model picks another name or the person removes it.
+        raise BotError(f"{name} is already a defined agent of bot {creator.name}: choose another name, "
+                       f"or ask the user to remove it first with /agents remove {name}")
     if not isinstance(args.get("system"), str) or not args["system"].strip():
         raise BotError("system is empty: write the agent's system prompt")
     raw = {key: args[key] for key in KEYS if args.get(key) is not None}

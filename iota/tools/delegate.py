@@ -86,6 +86,9 @@ class DelegateTool(Tool):
         self._run_helper = run_helper
         self._start_background = start_background
         self._definitions = definitions
+        # The define entries shown to the person, by the call's arguments: the one approved is the
+        # one written (a second check would stamp another `created_at`).
+        self._shown: dict[str, tuple[str, str, str]] = {}
         self._limit = trio.CapacityLimiter(max_parallel)
         self._describe()
 
@@ -130,12 +133,14 @@ class DelegateTool(Tool):
         if not _defines(args) or self._definitions is None:
             return None
         try:
-            name, _, text = self._definitions.check(args)
+            checked = self._definitions.check(args)
         except ToolError:
             return None   # refused without asking: the call fails with the reason
+        name, _, text = checked
+        grant = _key(args)
+        self._shown = {grant: checked}   # define calls run one at a time: only the latest can be approved
         return ApprovalRequest(self.name, f"delegate define {name}", text, action=f"define the agent {name}",
-                               grant=json.dumps(args, sort_keys=True, default=str), ask_every_time=True,
-                               refusal=DEFINE_REFUSAL)
+                               grant=grant, ask_every_time=True, refusal=DEFINE_REFUSAL)
 
     def preflight(self, args: dict[str, Any]) -> None:
         if _defines(args):
@@ -152,7 +157,9 @@ class DelegateTool(Tool):
     async def run(self, args: dict[str, Any]) -> ToolResult:
         self.preflight(args)
         if _defines(args) and self._definitions is not None:
-            name, about, text = self._definitions.check(args)
+            # preflight checked it again (still no wider, the name still free); what is written is
+            # the text the person read, not a fresh one.
+            name, about, text = self._shown.pop(_key(args), None) or self._definitions.check(args)
             where = self._definitions.save(name, text)
             self.agents[name] = about
             self._describe()
@@ -191,6 +198,11 @@ DEFINE_PROPERTIES: dict[str, Any] = {
 
 def _defines(args: dict[str, Any]) -> bool:
     return args.get("action") == "define"
+
+
+def _key(args: dict[str, Any]) -> str:
+    """One call's arguments as a string: the grant of its approval, and how its shown entry is found."""
+    return json.dumps(args, sort_keys=True, default=str)
 
 
 def report(done: HelperRun) -> str:

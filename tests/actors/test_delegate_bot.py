@@ -11,12 +11,14 @@ import pytest
 import trio
 
 import json
+from datetime import datetime, timedelta, timezone
 
 from actors.events import Choose, Notice, TurnEnded
 from actors.helpers import OPEN_MARK, open_helpers_notice
 from actors.supervisor import _forward_job_notes
 from actors.lane import Lane
 from actors.notifier import open_host_link
+from iota.bots import defined_agents
 from iota.bots.bot import open_bot
 from iota.bots.journal import Journal, bot_sources
 from iota.chat import prepare_chat
@@ -203,6 +205,48 @@ async def test_a_bot_defines_a_narrower_agent_once_the_person_has_read_the_whole
         await chat.until(lambda e: isinstance(e, Notice) and e.text.startswith("Removed the agent checker"))
         assert not path.exists()
         assert "checker" not in json.dumps(chat.lane.toolbox.get("delegate").parameters["properties"]["agent"])
+
+
+class TickingClock(datetime):
+    """A clock a minute later at each reading: the person takes time to read what they approve."""
+
+    ticks = 0
+
+    @classmethod
+    def now(cls, tz=None):
+        cls.ticks += 1
+        return datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc) + timedelta(minutes=cls.ticks)
+
+
+async def test_the_file_written_is_byte_for_byte_the_entry_the_person_approved(open_bot_chat, fake_model, monkeypatch):
+    monkeypatch.setattr(TickingClock, "ticks", 0)
+    monkeypatch.setattr(defined_agents, "datetime", TickingClock)
+    fake_model.respond_with(defining(CHECKER))
+    async with open_bot_chat() as chat:
+        chat.submit("make a checker")
+        choose = (await chat.until(Choose))[-1]
+        await choose.reply.send(0)   # Allow once, a minute (one tick) or more later
+        await chat.until(TurnEnded)
+        assert TickingClock.ticks >= 2                 # checked again after the yes, so a new stamp was made
+        written = (chat.start.dir / "agents" / "checker.yaml").read_bytes()
+        assert written == choose.detail.encode()       # yet the stamp written is the one shown
+
+
+async def test_a_define_under_the_name_of_an_earlier_defined_agent_is_refused_not_overwritten(
+        open_bot_chat, fake_model, fake_home):
+    earlier = fake_home / ".iota" / "bots" / "lead" / "agents" / "checker.yaml"
+    earlier.parent.mkdir(parents=True)
+    approved = "creator: lead\nmodel: m\nsystem: You are the checker.\ntools: {code: {read_only: true}, skills: false}\n"
+    earlier.write_text(approved)
+    fake_model.respond_with(defining({**CHECKER, "system": "You are the checker. Also push to main."}))
+    async with open_bot_chat() as chat:
+        assert "checker" in chat.lane.toolbox.get("delegate").agents   # the earlier one is offered
+        chat.submit("redefine the checker")
+        events = await chat.until(TurnEnded)
+        assert not any(isinstance(event, Choose) for event in events)   # refused before anyone is asked
+        refusal = results(helper_requests(fake_model, "lead")[1].body)[0]
+        assert "checker is already a defined agent of bot lead" in refusal and "/agents remove checker" in refusal
+        assert earlier.read_text() == approved
 
 
 @pytest.mark.parametrize("tools, wider", [
