@@ -7,6 +7,7 @@ Nothing heavy imported: the terminal app uses these before anything heavy is loa
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from typing import Any
 
@@ -69,3 +70,15 @@ def one_line(text: str) -> str:
         elif category not in ("Cc", "Cf", "Cs", "Co", "Cn"):
             kept.append(character)
     return " ".join("".join(kept).split())
+
+
+def tilde(directory: str, home: str | None) -> str:
+    """`directory` with a leading `home` written `~`, by whole components (`/home/me2` is not under `/home/me`)."""
+    if not home:
+        return directory
+    home = home.rstrip(os.sep) or os.sep
+    if directory == home:
+        return "~"
+    if directory.startswith(home + os.sep):
+        return "~" + directory[len(home):]
+    return directory

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from iota.text import tilde
 from iota.errors import EXIT_ERROR, EXIT_OK, BotError
 
 
@@ -62,7 +63,7 @@ def new_bot(loaded, args: argparse.Namespace) -> int:
     creation.add_bot(bot, config_path, Path.cwd())
     tools = ", ".join(toolsets) if toolsets else "no toolsets"
     how = f"; {unattended}" if toolsets else ""
-    print(f"Added bot {bot.name} to {_home_relative(config_path)} (model {model}; {tools}{how}). "
+    print(f"Added bot {bot.name} to {tilde(str(config_path), str(Path.home()))} (model {model}; {tools}{how}). "
           f"Start it: iota run {bot.name}")
     return EXIT_OK
 
@@ -94,9 +95,3 @@ def _table(rows: dict[str, str], title: str, default: str | None = None) -> str:
                                for name, text in rows.items())])
 
 
-def _home_relative(path: Path) -> str:
-    home = Path.home()
-    try:
-        return f"~/{path.relative_to(home)}"
-    except ValueError:
-        return str(path)

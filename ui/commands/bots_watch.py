@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from iota.text import tilde
 from iota.errors import EXIT_OK
 
 REFRESH_SECONDS = 1.0
@@ -162,8 +163,7 @@ def _fit(value: str, width: int) -> str:
 def _home_relative(path: str) -> str:
     """`~/src/app`; a path too long for its column keeps its end (`…ts/project`), the part that
     tells projects apart."""
-    home = str(Path.home())
-    short = "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
+    short = tilde(path, str(Path.home()))
     width = dict(COLUMNS)["project"]
     return short if len(short) <= width else "…" + short[-(width - 1):]
 

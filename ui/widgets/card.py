@@ -22,11 +22,11 @@ it may have, so it never wraps: the width less the frame's four, or the whole wi
 
 from __future__ import annotations
 
-import os
 
 import urwid
 
 from actors.events import Card
+from iota.text import tilde
 
 Segment = tuple[str | None, str]  # (palette attribute or None for plain, text)
 Line = list[Segment]
@@ -68,18 +68,6 @@ def _take_columns(text: str, columns: int) -> str:
             break
         taken.append(char)
     return "".join(taken)
-
-
-def tilde(directory: str, home: str | None) -> str:
-    """`directory` with a leading `home` written `~`, by whole components (`/home/me2` is not under `/home/me`)."""
-    if not home:
-        return directory
-    home = home.rstrip(os.sep) or os.sep
-    if directory == home:
-        return "~"
-    if directory.startswith(home + os.sep):
-        return "~" + directory[len(home):]
-    return directory
 
 
 def mode_line(card: Card) -> Line:
