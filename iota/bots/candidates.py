@@ -29,6 +29,14 @@ new one past it pushes out the unpinned candidate idle longest.
 Both files are record tables (iota.bots.records): read whole, rewritten whole and atomically, a
 line iota cannot read kept verbatim. Nothing here calls the model; times are passed in (`now`,
 epoch seconds), so the rules are tested on a fake clock.
+
+An entry that moves (promoted, demoted) leaves one file and joins the other, and no rename
+replaces two files at once. So a save writes in two phases: first the file it joins, with it
+added, then the file it leaves, with it removed. A `kill -9` or a full disk between the two leaves
+it in both files, never in neither; and `load` counts an id found in both once, keeping the
+durable — the newer copy after a promotion, and after a demotion the older one, which the next
+consolidation demotes again. The next save then writes each file without the other's copy. (The
+other order would lose a promoted entry outright, and nothing could tell it was ever there.)
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from iota.bots.records import read_table, write_table
+from iota.bots.records import read_table, replace_table, write_table
 from iota.errors import ToolError
 from iota.memory.document import MemoryDoc, check_scope, make_line, normalize, parse_section
 from iota.memory.lines import MemoryRefusal, go_quote
@@ -78,6 +86,9 @@ class Entry:
     created: int = 0                # epoch seconds: noted, or promoted
     last_hit: int | None = None
     since: Mark | None = None       # hits are counted in messages after this
+    # The state of the file it was read from or last saved to (None: new), so that a save knows
+    # which entries move between the files; never written.
+    saved_as: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def last_active(self) -> int:
@@ -88,6 +99,7 @@ class Entry:
 
     def to_json(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
+        del record["saved_as"]
         record["created"] = _stamp(self.created)
         record["last_hit"] = _stamp(self.last_hit) if self.last_hit is not None else None
         record["since"] = dataclasses.asdict(self.since) if self.since is not None else None
@@ -122,22 +134,58 @@ class CandidateBook:
 
     def load(self) -> list[Entry]:
         """Every entry; a line that cannot be read is skipped (and said in `warnings`), and written
-        back as it is at the next save, so a hand edit gone wrong is not lost."""
-        entries: list[Entry] = []
+        back as it is at the next save, so a hand edit gone wrong is not lost. An id in both files
+        (a save cut off between its two phases: see above) is the durable alone."""
+        tables = {}
         self.warnings, self._kept = [], {}
-        for path, state in ((self.path, CANDIDATE), (self.durables_path, DURABLE)):
+        for path, state in self._files():
             table = read_table(path, lambda record, state=state: _decoded(record, state))
-            entries += [entry for entry in table.items if entry is not None]
+            tables[state] = [entry for entry in table.items if entry is not None]
             self._kept[path] = table.kept
             self.warnings += table.warnings
+        durable_ids = {entry.id for entry in tables[DURABLE]}
+        entries = [entry for entry in tables[CANDIDATE] if entry.id not in durable_ids] + tables[DURABLE]
+        for entry in entries:
+            entry.saved_as = entry.state
         return entries
 
     def save(self, entries: list[Entry]) -> None:
-        for path, state in ((self.path, CANDIDATE), (self.durables_path, DURABLE)):
-            kept = self._kept.get(path, [])
-            chosen = [entry.to_json() for entry in entries if entry.state == state]
-            if chosen or kept or path.exists():
-                write_table(path, chosen, kept)
+        """Write each entry to the file of its state: first every file an entry joins, still
+        holding the entries that leave it, then the rest (see the module's docstring). A ToolError
+        says which file was written already when a later one fails."""
+        joining = {entry.state for entry in entries if entry.saved_as not in (None, entry.state)}
+        first = [(path, state) for path, state in self._files() if state in joining]
+        written: list[Path] = []
+        for path, state in first:
+            # Entries leaving this file for one written in this phase too stay in it until the next.
+            staying = [entry if entry.state == state else dataclasses.replace(entry, state=state)
+                       for entry in entries if entry.state == state or entry.saved_as == state]
+            self._write(path, staying, written)
+        for path, state in self._files():
+            chosen = [entry for entry in entries if entry.state == state]
+            unchanged = (path, state) in first and not any(entry.saved_as == state != entry.state for entry in entries)
+            if not unchanged and (chosen or self._kept.get(path) or path.exists()):
+                self._write(path, chosen, written)
+        for entry in entries:
+            entry.saved_as = entry.state
+
+    def _files(self) -> tuple[tuple[Path, str], ...]:
+        return (self.path, CANDIDATE), (self.durables_path, DURABLE)
+
+    def _write(self, path: Path, entries: list[Entry], written: list[Path]) -> None:
+        records, kept = [entry.to_json() for entry in entries], self._kept.get(path, [])
+        if not written:
+            write_table(path, records, kept)   # its failure changes nothing, and says so
+        else:
+            try:
+                replace_table(path, records, kept)
+            except OSError as error:
+                done = sorted({other.name for other in written})
+                raise ToolError(f"cannot write {path}: {error.strerror}; {' and '.join(done)} "
+                                f"{'was' if len(done) == 1 else 'were'} written already, so an entry moving between "
+                                "the two files may be in both for now (it counts once, as a durable) and the other "
+                                f"changes to {path.name} are not saved") from None
+        written.append(path)
 
 
 def _decoded(record: dict, state: str) -> Entry | None:

@@ -74,12 +74,18 @@ def read_table(path: Path, decode: Callable[[dict], Item]) -> Table[Item]:
 
 def write_table(path: Path, records: Sequence[dict], kept: Sequence[bytes] = ()) -> None:
     """Replace `path` with `records`, one compact JSON object a line, then the `kept` lines."""
-    lines = [json_bytes(record, separators=(",", ":")) for record in records] + list(kept)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, b"".join(line + b"\n" for line in lines))
+        replace_table(path, records, kept)
     except OSError as error:
         raise ToolError(f"cannot write {path}: {error.strerror}; nothing was changed") from None
+
+
+def replace_table(path: Path, records: Sequence[dict], kept: Sequence[bytes] = ()) -> None:
+    """`write_table` raising the OSError, for a caller that writes several files and must say which
+    of them a failure left changed (iota.bots.candidates)."""
+    lines = [json_bytes(record, separators=(",", ":")) for record in records] + list(kept)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, b"".join(line + b"\n" for line in lines))
 
 
 def find(items: Sequence[Item], reference: object, what: str, ident: Callable[[Item], str]) -> Item:
