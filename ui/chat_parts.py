@@ -38,7 +38,7 @@ from iota.config import entries, settings, trust
 from iota.chat import ChatSetup, prepare_chat
 from iota.config.settings import Config
 from iota.sessions.conversation import Conversation, notice
-from iota.bots.journal import Journal, bot_sources
+from iota.bots.journal import Journal
 from iota.errors import IotaError, SessionError, SessionLocked
 from iota.hosts import detect, host_lines
 from iota.mcp.servers import servers_for_run
@@ -279,7 +279,7 @@ def _open_journal(setup: ChatSetup, start: bots.BotStart, cleanup: ExitStack,
     if not setup.agent.journal:
         return None
     try:
-        journal = Journal.open(start.dir, bot_sources(start.dir), lazy=True)
+        journal = Journal.of_bot(start.dir)
     except IotaError as error:
         warnings.append(f"journal: {error}; this run keeps none")
         return None

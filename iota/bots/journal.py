@@ -145,9 +145,13 @@ class Journal:
     again. SQLite waits at most `BUSY_SECONDS` for another process's lock before it gives up.
     """
 
-    def __init__(self, path: Path, sources: Sequence[LogSource], *, lazy: bool = False):
+    def __init__(self, path: Path, sources: Sequence[LogSource], *, lazy: bool = False,
+                 helpers: Callable[[], list[LogSource]] | None = None):
         self.path = path
         self.sources = list(sources)
+        # The helpers' logs, looked for when the file is first opened (in the catch-up's worker
+        # thread): finding them reads every session's meta.json, which a start must not wait on.
+        self._helpers = helpers
         self.current = self.sources[-1].session if self.sources else ""
         self._entries = EntryWriter()
         self._opening = threading.Lock()
@@ -162,12 +166,23 @@ class Journal:
         """The journal in `bot_dir`; `lazy` defers opening the file to its first use."""
         return cls(bot_dir / JOURNAL_NAME, sources, lazy=lazy)
 
+    @classmethod
+    def of_bot(cls, bot_dir: Path) -> Journal:
+        """The bot's journal for its chat: opened at first use, its helpers' logs found then."""
+        own = own_source(bot_dir)
+        return cls(bot_dir / JOURNAL_NAME, [own] if own is not None else [], lazy=True,
+                   helpers=lambda: helper_sources(bot_dir))
+
     @property
     def writer(self) -> SearchIndex:
         with self._opening:
             if self._writer is None:
                 self._writer = SearchIndex(self.path, extra_schema=ENTRY_SCHEMA, version=ENTRY_SCHEMA_VERSION,
                                            busy_seconds=BUSY_SECONDS)
+                if self._helpers is not None:
+                    for source in self._helpers():
+                        self.add_source(source)
+                    self._helpers = None
             return self._writer
 
     @property
@@ -299,15 +314,27 @@ def bot_sources(bot_dir: Path) -> list[LogSource]:
     """The logs of the bot in `bot_dir`: the child sessions of the helpers it handed tasks to
     (the `delegate` toolset: each helper run is a journal entry), then its one session, which it
     writes last."""
+    own = own_source(bot_dir)
+    return [*helper_sources(bot_dir), own] if own is not None else []
+
+
+def own_source(bot_dir: Path) -> LogSource | None:
+    """The bot's one session, None when it has none yet."""
+    session = pointed_session(bot_dir)
+    return log_source(sessions_dir() / session, agent=bot_dir.name) if session else None
+
+
+def helper_sources(bot_dir: Path) -> list[LogSource]:
+    """The child sessions of the helpers the bot handed tasks to, oldest id first. Reads every
+    session's meta.json."""
     session = pointed_session(bot_dir)
     if not session:
         return []
     try:
         helpers = [info.id for info in list_sessions(sessions_dir(), include_archived=True) if info.parent == session]
     except SessionError:
-        helpers = []
-    return [*(log_source(sessions_dir() / helper) for helper in sorted(helpers)),
-            log_source(sessions_dir() / session, agent=bot_dir.name)]
+        return []
+    return [log_source(sessions_dir() / helper) for helper in sorted(helpers)]
 
 
 def rebuild_journal(name: str) -> tuple[int, int, float]:

@@ -307,3 +307,23 @@ def test_a_journal_locked_by_another_process_fails_fast_is_kept_and_catches_up_w
     waiting.catch_up()
     assert [row[0] for row in entries(waiting)] == ["question 0", "question 1"]
     waiting.close()
+
+
+def test_a_chats_journal_finds_its_helpers_logs_when_first_opened_not_at_the_start(bot, monkeypatch):
+    """Finding the helpers' logs reads every session's meta.json: the chat's journal does it in
+    its first catch-up (a worker thread), never on the way to the first screen."""
+    write_turn(bot.session, "look at the diff", reply="Done.")
+    helper = Session.new(bot.session.dir.parent, provider="local", model="m-1", parent=bot.session.id)
+    write_turn(helper, "review the diff for the lead", reply="Looks fine.")
+    helper.close()
+    from iota.bots import journal as journal_module
+    listed = []
+    real = journal_module.list_sessions
+    monkeypatch.setattr(journal_module, "list_sessions", lambda *a, **k: listed.append(1) or real(*a, **k))
+    journal = Journal.of_bot(bot.dir)
+    assert listed == [] and [source.session for source in journal.sources] == [bot.session.id]
+    journal.catch_up()
+    assert listed == [1]
+    assert [source.session for source in journal.sources] == [helper.id, bot.session.id]
+    assert {s.entry.asked for s in journal.entries(order="e.id")} == {"look at the diff", "review the diff for the lead"}
+    journal.close()
